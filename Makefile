@@ -1,0 +1,40 @@
+# The README's two commands: `make run` and `make test`. Everything else is CMake.
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: all build run test deps venv install clean
+
+all: build
+
+deps:
+	@scripts/bootstrap.sh
+
+# A local virtual environment for the external-oracle tests (numpy, ml_dtypes, pytest).
+venv: $(VENV)/.installed
+$(VENV)/.installed: tests/python/requirements.txt | deps
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+	touch $@
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The tool's default run on the best backend present.
+run: build
+	$(BUILD)/qmm run
+
+# Every test: the C tests (labels cpu, cuda) and the pytest oracle suite.
+test: deps venv
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DQMM_PYTHON=$(abspath $(PY)) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,452 @@
+/*
+ * qmm: weight-only low-precision matrix multiplication.
+ *
+ *     C[M,N] = epilogue( A[M,K] @ dequant(W)^T )
+ *
+ * A holds activations (bf16, fp16 or fp32), W weights quantized offline to NVFP4, MXFP4 or FP8 (E4M3),
+ * accumulation is fp32 (fp64 in the reference backend), C is fp32, bf16 or fp16.
+ *
+ * Conventions that hold for every function below:
+ * - Every function that can fail returns a qmm_status. On failure nothing is written to any output
+ *   argument or caller buffer, and qmm_last_error() describes the failure in words.
+ * - The caller allocates and owns every buffer it passes in; qmm never keeps a pointer to a caller
+ *   buffer after a call returns (a weight prepared for a backend holds its own copy).
+ * - Weights are N x K with K contiguous (a Linear layer's [out_features, in_features]).
+ * - Strides ("ld*", "row_stride") count elements, not bytes, and must be at least the row length.
+ * - No function aborts, exits or prints.
+ */
+#ifndef QMM_H
+#define QMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(QMM_SHARED_BUILD)
+#define QMM_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define QMM_API __attribute__((visibility("default")))
+#else
+#define QMM_API
+#endif
+
+/* ------------------------------------------------------------------------------------------------
+ * Version
+ * ---------------------------------------------------------------------------------------------- */
+#define QMM_VERSION_MAJOR 0
+#define QMM_VERSION_MINOR 1
+#define QMM_VERSION_PATCH 0
+#define QMM_VERSION_NUMBER (QMM_VERSION_MAJOR * 10000 + QMM_VERSION_MINOR * 100 + QMM_VERSION_PATCH)
+
+/* The library's version as "MAJOR.MINOR.PATCH" (static storage; never NULL). Compare with the
+ * QMM_VERSION_* macros to detect a header/library mismatch. */
+QMM_API const char *qmm_version(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * Status codes. Append-only: a value, once released, keeps its meaning.
+ * ---------------------------------------------------------------------------------------------- */
+typedef enum qmm_status {
+    QMM_OK = 0,
+    QMM_ERR_NULL_POINTER = 1,        /* a required pointer argument is NULL */
+    QMM_ERR_INVALID_SIZE = 2,        /* a dimension is zero (or otherwise out of range) */
+    QMM_ERR_SIZE_OVERFLOW = 3,       /* a size computed from the dimensions overflows size_t */
+    QMM_ERR_INVALID_STRIDE = 4,      /* a row stride is shorter than the row it steps over */
+    QMM_ERR_INVALID_ENUM = 5,        /* an enum argument holds a value this library does not know */
+    QMM_ERR_NON_FINITE = 6,          /* an input that must be finite holds NaN or an infinity */
+    QMM_ERR_BUFFER_TOO_SMALL = 7,    /* a buffer's stated capacity is below what the size query gives */
+    QMM_ERR_UNSUPPORTED = 8,         /* a valid combination that this backend or build does not do */
+    QMM_ERR_OUT_OF_MEMORY = 9,       /* a host or device allocation failed */
+    QMM_ERR_BACKEND_UNAVAILABLE = 10,/* the backend was not built in, or finds no device */
+    QMM_ERR_NOT_PREPARED = 11,       /* the backend needs qmm_weight_prepare() for this weight first */
+    QMM_ERR_WORKSPACE_TOO_SMALL = 12,/* the context's workspace cannot hold what this call needs */
+    QMM_ERR_CUDA = 13,               /* a CUDA runtime call or kernel launch failed */
+    QMM_ERR_CUBLAS = 14,             /* a cuBLAS / cuBLASLt call failed */
+    QMM_ERR_IO = 15,                 /* reading or writing a file failed */
+    QMM_ERR_MALFORMED = 16,          /* a file's contents do not follow its format */
+    QMM_ERR_NOT_FOUND = 17,          /* a named file or tensor does not exist */
+    QMM_ERR_EXISTS = 18,             /* an output file exists and overwriting was not asked for */
+    QMM_ERR_INVALID_ARGUMENT = 19,   /* an argument is invalid in a way no code above names */
+    QMM_ERR_INVALID_WEIGHT = 20,     /* a weight descriptor is inconsistent (format, buffers, scales) */
+    QMM_ERR_INTERNAL = 21            /* a bug in qmm: please report it */
+} qmm_status;
+
+/* A fixed English description of a status code (static storage; never NULL, also for unknown codes). */
+QMM_API const char *qmm_status_string(qmm_status status);
+
+/* A description of the last failure of a qmm function in the calling thread, with the names and values
+ * involved ("qmm_quantize: row stride 100 is shorter than k = 128"). The text stays valid until the next
+ * qmm call in the same thread; it is "" when no call has failed in this thread yet. Successful calls do
+ * not clear it. Never NULL. */
+QMM_API const char *qmm_last_error(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * Scalar conversions. Exact, bit-for-bit the same on every platform and backend.
+ * Encoders round to nearest, ties to even (except E8M0, below).
+ * ---------------------------------------------------------------------------------------------- */
+
+/* fp32 -> bf16 (IEEE-style, 8-bit exponent, 7-bit mantissa). Overflow rounds to infinity; subnormals are
+ * kept; a NaN becomes the quiet NaN 0x7FC0 with the input's sign (payload dropped, as ml_dtypes does). */
+QMM_API uint16_t qmm_fp32_to_bf16(float x);
+/* bf16 -> fp32: exact (every bf16 is an fp32; NaNs keep their payload). */
+QMM_API float qmm_bf16_to_fp32(uint16_t h);
+
+/* fp32 -> IEEE 754 binary16. Overflow rounds to infinity, subnormals are kept; a NaN becomes the quiet
+ * NaN 0x7E00 with the input's sign (payload dropped). */
+QMM_API uint16_t qmm_fp32_to_fp16(float x);
+/* binary16 -> fp32: exact (NaNs keep their payload, quieted). */
+QMM_API float qmm_fp16_to_fp32(uint16_t h);
+
+/* fp32 -> FP8 E4M3 "fn" (bias 7, no infinities, S.1111.111 is NaN; max 448, min subnormal 2^-9).
+ * Finite values past 448 and both infinities saturate to +-448 (0x7E / 0xFE), like PTX
+ * cvt.rn.satfinite; a NaN becomes 0x7F with the input's sign (0xFF for a negative NaN);
+ * -0.0 and negative values that round to zero give 0x80. */
+QMM_API uint8_t qmm_fp32_to_e4m3(float x);
+/* E4M3 -> fp32: exact; 0x7F and 0xFF give a NaN with the code's sign. */
+QMM_API float qmm_e4m3_to_fp32(uint8_t code);
+
+/* fp32 -> FP4 E2M1 code in the low 4 bits (bit 3 sign; magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6).
+ * Values past 6 and infinities saturate to +-6. E2M1 has no NaN: a NaN is treated as an infinity of
+ * its sign, so it gives +-6 (a choice of qmm's; quantizers reject non-finite input before this).
+ * -0.0 and negative values that round to zero give the negative-zero code 0x8. */
+QMM_API uint8_t qmm_fp32_to_e2m1(float x);
+/* E2M1 code (low 4 bits; the high 4 bits are ignored) -> fp32: exact. */
+QMM_API float qmm_e2m1_to_fp32(uint8_t code);
+
+/* fp32 -> E8M0 (unsigned power of two 2^(code - 127), code 0..254; 0xFF is NaN), bit-exact with
+ * ml_dtypes' float8_e8m0fnu: a normal x = 1.f * 2^e gives code e + 127, plus one when f >= 0.5
+ * (ties go up, not to even); an fp32 subnormal gives code 1 when above 2^-127, else code 0; zero,
+ * negative values, NaN, infinities and values that round past 2^127 give 0xFF. */
+QMM_API uint8_t qmm_fp32_to_e8m0(float x);
+/* E8M0 -> fp32: 2^(code - 127), exact (2^-127 is an fp32 subnormal); 0xFF gives NaN. */
+QMM_API float qmm_e8m0_to_fp32(uint8_t code);
+
+/* ------------------------------------------------------------------------------------------------
+ * Element types and formats
+ * ---------------------------------------------------------------------------------------------- */
+typedef enum qmm_dtype {
+    QMM_DTYPE_FP32 = 1,
+    QMM_DTYPE_BF16 = 2,
+    QMM_DTYPE_FP16 = 3,
+    QMM_DTYPE_E4M3 = 4, /* FP8 E4M3 "fn" */
+    QMM_DTYPE_E2M1 = 5, /* FP4, two per byte, low nibble first */
+    QMM_DTYPE_E8M0 = 6  /* power-of-two scale */
+} qmm_dtype;
+
+/* The name of a dtype ("fp32", "bf16", "fp16", "e4m3", "e2m1", "e8m0"), or NULL for an unknown value. */
+QMM_API const char *qmm_dtype_name(qmm_dtype dtype);
+
+typedef enum qmm_format {
+    QMM_FORMAT_NVFP4 = 1,       /* E2M1 elements, E4M3 scale per 16 along K, fp32 tensor scale */
+    QMM_FORMAT_MXFP4 = 2,       /* E2M1 elements, E8M0 scale per 32 along K (OCP MX v1.0) */
+    QMM_FORMAT_FP8_TENSOR = 3,  /* E4M3 elements, one fp32 scale for the tensor */
+    QMM_FORMAT_FP8_CHANNEL = 4  /* E4M3 elements, one fp32 scale per output channel (row n) */
+} qmm_format;
+
+/* How the scale outside the blocks is stored. */
+typedef enum qmm_global_scale {
+    QMM_GLOBAL_SCALE_NONE = 0,    /* MXFP4 */
+    QMM_GLOBAL_SCALE_TENSOR = 1,  /* one fp32: qmm_weight.tensor_scale */
+    QMM_GLOBAL_SCALE_CHANNEL = 2  /* N fp32: qmm_weight.channel_scales */
+} qmm_global_scale;
+
+/* What a format is, read from the one table every backend uses. */
+typedef struct qmm_format_traits {
+    const char *name;               /* "nvfp4", "mxfp4", "fp8_tensor", "fp8_channel" */
+    qmm_dtype element;              /* QMM_DTYPE_E2M1 or QMM_DTYPE_E4M3 */
+    int element_bits;               /* 4 or 8 */
+    int block_size;                 /* elements along K per block scale; 0 when there are none */
+    qmm_dtype block_scale;          /* QMM_DTYPE_E4M3 or QMM_DTYPE_E8M0; 0 when there are none */
+    qmm_global_scale global_scale;  /* tensor, channel or none */
+    double bits_per_weight;         /* storage per weight for K a multiple of the block, large N */
+} qmm_format_traits;
+
+/* Fills *out with the traits of `format`.
+ * Errors: QMM_ERR_NULL_POINTER (out), QMM_ERR_INVALID_ENUM (format). */
+QMM_API qmm_status qmm_format_get_traits(qmm_format format, qmm_format_traits *out);
+
+/* Looks a format up by its traits name (case-sensitive; also accepts "fp8" for fp8_tensor).
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_NOT_FOUND (unknown name). */
+QMM_API qmm_status qmm_format_from_name(const char *name, qmm_format *out);
+
+/* ------------------------------------------------------------------------------------------------
+ * Weight descriptor
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Order of the block scales in memory. Only the canonical layout is read and written by the functions
+ * of this header; the others exist for exchange with other libraries. */
+typedef enum qmm_scale_layout {
+    QMM_SCALE_LAYOUT_CANONICAL = 0,  /* (N, ceil(K/B)) row-major */
+    QMM_SCALE_LAYOUT_NV_BLOCKED = 1, /* cuBLASLt / CUTLASS 128x4 blocked (DESIGN.md) */
+    QMM_SCALE_LAYOUT_AMD_MFMA = 2    /* CDNA MFMA preshuffle (DESIGN.md) */
+} qmm_scale_layout;
+
+typedef struct qmm_prepared qmm_prepared; /* a backend's own copy of a weight (qmm_weight_prepare) */
+
+/* A quantized N x K weight. The caller owns the three buffers; the capacity fields say how large each
+ * is, and every function checks them against qmm_weight_size_query() before reading or writing.
+ *
+ *   data            N rows of row_bytes bytes. E2M1: byte j of row n holds code[n][2j] in its low nibble
+ *                   and code[n][2j+1] in its high nibble; an odd K leaves the last high nibble 0.
+ *                   E4M3: one code per byte.
+ *   block_scales    NVFP4: E4M3 codes, MXFP4: E8M0 codes, one per block of B = 16 / 32 along K
+ *                   (the last block of a row may be partial), in `scale_layout`. NULL for FP8.
+ *   tensor_scale    NVFP4 (weight_scale_2) and FP8_TENSOR: multiplies every weight. Ignored otherwise.
+ *   channel_scales  FP8_CHANNEL: N floats, channel_scales[n] multiplies row n. NULL otherwise.
+ *
+ * The real weight is W[n][k] = element * block_scale * tensor_scale (or * channel_scales[n]). */
+typedef struct qmm_weight {
+    qmm_format format;
+    qmm_scale_layout scale_layout;
+    size_t n;                   /* rows: output features */
+    size_t k;                   /* columns: input features, contiguous */
+    uint8_t *data;
+    size_t data_bytes;          /* capacity of data */
+    uint8_t *block_scales;
+    size_t block_scale_bytes;   /* capacity of block_scales */
+    float *channel_scales;
+    size_t channel_scale_count; /* capacity of channel_scales, in floats */
+    float tensor_scale;
+    qmm_prepared *prepared;     /* set by qmm_weight_prepare(); NULL otherwise */
+} qmm_weight;
+
+/* Buffer sizes of an N x K weight in a format. */
+typedef struct qmm_weight_size {
+    size_t row_bytes;           /* bytes of one row of data: ceil(K/2) for E2M1, K for E4M3 */
+    size_t data_bytes;          /* N * row_bytes */
+    size_t scales_per_row;      /* ceil(K/B); 0 without block scales */
+    size_t block_scale_bytes;   /* N * scales_per_row in the canonical layout (padded in others) */
+    size_t channel_scale_count; /* N for FP8_CHANNEL, else 0 */
+} qmm_weight_size;
+
+/* Sizes of the buffers of an n x k weight of `format` whose block scales are in `layout`.
+ * Errors: QMM_ERR_NULL_POINTER (out), QMM_ERR_INVALID_ENUM, QMM_ERR_INVALID_SIZE (n or k is 0),
+ * QMM_ERR_SIZE_OVERFLOW (a size does not fit size_t). */
+QMM_API qmm_status qmm_weight_size_query(qmm_format format, qmm_scale_layout layout, size_t n, size_t k,
+                                         qmm_weight_size *out);
+
+/* Sets *w to an empty descriptor for an n x k weight of `format`: canonical layout, no buffers,
+ * tensor_scale 1. It only records the arguments; qmm_weight_size_query() checks them.
+ * Errors: QMM_ERR_NULL_POINTER (w), QMM_ERR_INVALID_ENUM (format). */
+QMM_API qmm_status qmm_weight_init(qmm_weight *w, qmm_format format, size_t n, size_t k);
+
+/* Convenience: qmm_weight_init() plus malloc of each buffer at its queried size (canonical layout),
+ * contents uninitialised. Free with qmm_weight_free(). The buffers are the caller's like any other.
+ * Errors: those of qmm_weight_size_query(), QMM_ERR_OUT_OF_MEMORY (nothing stays allocated). */
+QMM_API qmm_status qmm_weight_alloc(qmm_weight *w, qmm_format format, size_t n, size_t k);
+
+/* Frees the buffers of a weight made by qmm_weight_alloc() and releases a prepared copy, then empties
+ * *w. NULL is allowed. Do not call it on buffers the caller allocated itself. */
+QMM_API void qmm_weight_free(qmm_weight *w);
+
+/* Checks that *w is consistent: known format and layout, nonzero n and k, every buffer the format needs
+ * present and at least its queried size, tensor and channel scales finite.
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM, QMM_ERR_INVALID_SIZE, QMM_ERR_SIZE_OVERFLOW,
+ * QMM_ERR_BUFFER_TOO_SMALL, QMM_ERR_INVALID_WEIGHT (a required buffer is NULL, a scale not finite). */
+QMM_API qmm_status qmm_weight_validate(const qmm_weight *w);
+
+/* ------------------------------------------------------------------------------------------------
+ * Quantization
+ * ---------------------------------------------------------------------------------------------- */
+typedef enum qmm_recipe {
+    QMM_RECIPE_DEFAULT = 0,        /* NVFP4: modelopt; MXFP4: floor; FP8: amax */
+    QMM_RECIPE_NVFP4_MODELOPT = 1, /* NVIDIA TensorRT Model Optimizer, weight path (DESIGN.md) */
+    QMM_RECIPE_MXFP4_FLOOR = 2,    /* OCP MX v1.0: e = floor(log2(amax)) - 2 */
+    QMM_RECIPE_MXFP4_RCEIL = 3,    /* e = ceil(log2(amax / 6)) (NVIDIA, gpt-oss); elements still RNE */
+    QMM_RECIPE_FP8_AMAX = 4        /* s = amax / 448 per tensor or per channel (from the format) */
+} qmm_recipe;
+
+/* The name of a recipe ("default", "modelopt", "floor", "rceil", "amax"), or NULL for an unknown value. */
+QMM_API const char *qmm_recipe_name(qmm_recipe recipe);
+
+/* Looks a recipe up by name. Errors: QMM_ERR_NULL_POINTER, QMM_ERR_NOT_FOUND. */
+QMM_API qmm_status qmm_recipe_from_name(const char *name, qmm_recipe *out);
+
+/* Quantizes the n x k matrix `src` (src_type FP32, BF16 or FP16; row r starts at element r * src_stride)
+ * into *dst with `recipe`, bit-exactly as the recipe's producer does (DESIGN.md):
+ *   NVFP4 modelopt: s2 = amax / 2688; per 16-block sb = E4M3(clamp(amax_b / (6 * s2), 2^-9, 448)),
+ *     1.0 for an all-zero block; q = E2M1(x / (sb * s2)), sign from x < 0. All arithmetic in fp32.
+ *     If s2 is 0 (all-zero weight, or amax below 2688 * 2^-149) every block is an all-zero block.
+ *   MXFP4 floor / rceil: per 32-block an E8M0 scale 2^e; q = E2M1(x * 2^-e); an all-zero block gets
+ *     the smallest scale (code 0).
+ *   FP8 amax: s = amax / 448 (per tensor, or per row for FP8_CHANNEL), q = E4M3(x / s); s = 1 where the
+ *     tensor or row is all zeros.
+ * dst must have been set up by qmm_weight_init()/qmm_weight_alloc() with the same format, n and k, the
+ * canonical layout and buffers at least their queried size. On success the buffers, tensor_scale and
+ * (FP8_CHANNEL) channel_scales are written; every byte of data and block_scales up to the queried sizes
+ * is written (padding nibbles 0). A recipe that does not belong to the format is an error.
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM, QMM_ERR_INVALID_SIZE, QMM_ERR_SIZE_OVERFLOW,
+ * QMM_ERR_INVALID_STRIDE (src_stride < k), QMM_ERR_NON_FINITE (src holds NaN or infinity),
+ * QMM_ERR_BUFFER_TOO_SMALL, QMM_ERR_INVALID_WEIGHT (dst does not match), QMM_ERR_UNSUPPORTED
+ * (recipe not for this format, or a non-canonical layout). */
+QMM_API qmm_status qmm_quantize(qmm_recipe recipe, qmm_dtype src_type, const void *src, size_t src_stride,
+                                qmm_weight *dst);
+
+/* Flags of qmm_dequantize(). */
+#define QMM_DEQUANT_UNSCALED 1u /* leave out the tensor / channel scale: element * block scale only */
+
+/* Writes the n x k weight as dst_type (FP32 or BF16) into dst, row r at element r * dst_stride.
+ * Each value is the exact product element * block_scale * (tensor or channel scale) rounded once to
+ * dst_type. With QMM_DEQUANT_UNSCALED the tensor / channel scale is left out; those values are exact
+ * in both types (every path of every backend multiplies exactly these bf16 values).
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM, QMM_ERR_INVALID_STRIDE, QMM_ERR_INVALID_ARGUMENT
+ * (unknown flag), QMM_ERR_UNSUPPORTED (dst_type, or a non-canonical layout), and those of
+ * qmm_weight_validate(). */
+QMM_API qmm_status qmm_dequantize(const qmm_weight *w, unsigned flags, qmm_dtype dst_type, void *dst,
+                                  size_t dst_stride);
+
+/* ------------------------------------------------------------------------------------------------
+ * Context and backends
+ * ---------------------------------------------------------------------------------------------- */
+typedef enum qmm_backend {
+    QMM_BACKEND_AUTO = 0,      /* the best present: CUDA, then CPU, then the reference */
+    QMM_BACKEND_REFERENCE = 1, /* scalar C, fp64 accumulation: the oracle */
+    QMM_BACKEND_CPU = 2,       /* x86 SIMD kernels with threads */
+    QMM_BACKEND_CUDA = 3       /* NVIDIA GPUs */
+} qmm_backend;
+
+/* The name of a backend ("auto", "reference", "cpu", "cuda"), or NULL for an unknown value. */
+QMM_API const char *qmm_backend_name(qmm_backend backend);
+
+/* Looks a backend up by name ("ref" is accepted for "reference"). Errors: QMM_ERR_NULL_POINTER,
+ * QMM_ERR_NOT_FOUND. */
+QMM_API qmm_status qmm_backend_from_name(const char *name, qmm_backend *out);
+
+/* QMM_OK when `backend` can create a context here (built in and, for CUDA, a device is present),
+ * QMM_ERR_BACKEND_UNAVAILABLE when not, QMM_ERR_INVALID_ENUM for an unknown value. AUTO is always
+ * available. */
+QMM_API qmm_status qmm_backend_available(qmm_backend backend);
+
+/* The kernels a backend may run for one call. AUTO lets the dispatcher choose by (M, N, K). */
+typedef enum qmm_path {
+    QMM_PATH_AUTO = 0,
+    QMM_PATH_REFERENCE = 1,   /* the reference backend's only path */
+    QMM_PATH_GEMV = 2,        /* one pass over the weights, no matrix units: small M */
+    QMM_PATH_FUSED = 3,       /* tiled kernel that dequantizes in registers: small and mid M */
+    QMM_PATH_MATERIALIZE = 4  /* dequantize to bf16, then a dense GEMM: large M */
+} qmm_path;
+
+/* The name of a path ("auto", "reference", "gemv", "fused", "materialize"), or NULL. */
+QMM_API const char *qmm_path_name(qmm_path path);
+
+/* Looks a path up by name. Errors: QMM_ERR_NULL_POINTER, QMM_ERR_NOT_FOUND. */
+QMM_API qmm_status qmm_path_from_name(const char *name, qmm_path *out);
+
+typedef struct qmm_context_options {
+    qmm_backend backend;    /* default QMM_BACKEND_AUTO */
+    int num_threads;        /* CPU backend: worker threads; 0 (default) = online cores */
+    int cuda_device;        /* CUDA backend: device ordinal; default 0 */
+    void *cuda_stream;      /* CUDA backend: the cudaStream_t to run on; NULL (default) = the context
+                               makes its own non-blocking stream */
+    size_t workspace_bytes; /* CUDA backend: workspace allocated with the context; 0 (default) = the
+                               backend's default (see qmm_workspace_query) */
+    qmm_path path;          /* force one path for every call; default QMM_PATH_AUTO */
+} qmm_context_options;
+
+typedef struct qmm_context qmm_context;
+
+/* Sets *opts to the defaults above. NULL is allowed (does nothing). */
+QMM_API void qmm_context_options_init(qmm_context_options *opts);
+
+/* Creates a context: the backend with its threads, stream and workspace, allocated here once so that
+ * matmul calls allocate nothing. opts may be NULL (defaults). The context is not thread-safe: use one
+ * per thread (weights prepared on a context belong to that context's backend).
+ * Errors: QMM_ERR_NULL_POINTER (out), QMM_ERR_INVALID_ENUM (backend, path), QMM_ERR_INVALID_ARGUMENT
+ * (negative num_threads), QMM_ERR_BACKEND_UNAVAILABLE, QMM_ERR_UNSUPPORTED (path not offered by the
+ * backend), QMM_ERR_OUT_OF_MEMORY, QMM_ERR_CUDA. */
+QMM_API qmm_status qmm_context_create(const qmm_context_options *opts, qmm_context **out);
+
+/* Destroys a context and everything it allocated. NULL is allowed. Weights prepared on it must be
+ * released (qmm_weight_unprepare) first. */
+QMM_API void qmm_context_destroy(qmm_context *ctx);
+
+/* The backend a context runs (never AUTO). Errors: QMM_ERR_NULL_POINTER. */
+QMM_API qmm_status qmm_context_get_backend(const qmm_context *ctx, qmm_backend *out);
+
+/* Forces `path` for the following calls on ctx (QMM_PATH_AUTO restores the dispatcher).
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM, QMM_ERR_UNSUPPORTED (the backend has no such path). */
+QMM_API qmm_status qmm_context_set_path(qmm_context *ctx, qmm_path path);
+
+/* A one-line description of what the context runs on ("reference (scalar C, fp64 accumulation)",
+ * "cpu avx512 (2 threads)", "cuda NVIDIA H200 (sm_90, 132 SMs)"). Static to the context; never NULL. */
+QMM_API const char *qmm_context_describe(const qmm_context *ctx);
+
+/* ------------------------------------------------------------------------------------------------
+ * Buffers: memory a context's backend reads A, C, bias and column scales from. Device memory on the
+ * CUDA backend, 64-byte aligned host memory on the others, so one program can drive any backend.
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Allocates `bytes` (> 0) of the context's memory into *out (contents undefined).
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_SIZE (bytes is 0), QMM_ERR_OUT_OF_MEMORY, QMM_ERR_CUDA. */
+QMM_API qmm_status qmm_buffer_alloc(qmm_context *ctx, size_t bytes, void **out);
+
+/* Frees memory from qmm_buffer_alloc() on the same context. NULL ptr is allowed. */
+QMM_API void qmm_buffer_free(qmm_context *ctx, void *ptr);
+
+/* Copies `bytes` from host memory `src` into the context buffer `dst`, complete on return.
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_CUDA. */
+QMM_API qmm_status qmm_buffer_write(qmm_context *ctx, void *dst, const void *src, size_t bytes);
+
+/* Waits for the work queued on ctx, then copies `bytes` from the context buffer `src` to host `dst`.
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_CUDA. */
+QMM_API qmm_status qmm_buffer_read(qmm_context *ctx, void *dst, const void *src, size_t bytes);
+
+/* Waits until every call queued on ctx has finished (a no-op on host backends).
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_CUDA (including a failure of an earlier asynchronous call). */
+QMM_API qmm_status qmm_context_synchronize(qmm_context *ctx);
+
+/* ------------------------------------------------------------------------------------------------
+ * Matrix multiplication
+ * ---------------------------------------------------------------------------------------------- */
+typedef enum qmm_activation {
+    QMM_ACT_NONE = 0,
+    QMM_ACT_RELU = 1,      /* max(x, 0) */
+    QMM_ACT_SILU = 2,      /* x / (1 + exp(-x)) */
+    QMM_ACT_GELU = 3,      /* tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as cuBLASLt */
+    QMM_ACT_GELU_ERF = 4   /* exact form: 0.5 x (1 + erf(x / sqrt(2))) */
+} qmm_activation;
+
+/* The epilogue, in cuBLASLt's convention, applied per element of C after the sum over K:
+ *
+ *   C[m,n] = act( alpha * column_scale[n] * acc[m,n] + beta * C_in[m,n] + bias[n] )
+ *   acc[m,n] = sum_k A[m,k] * W[n,k]      (W the real weight, tensor / channel scale included)
+ *
+ * column_scale and bias are optional (NULL: 1 and 0); C_in is read only when beta != 0, so a C
+ * holding NaNs is fine with beta = 0. A NULL epilogue pointer means alpha 1, beta 0, nothing else. */
+typedef struct qmm_epilogue {
+    float alpha;                /* default 1 */
+    float beta;                 /* default 0 */
+    const float *bias;          /* N floats, or NULL */
+    const float *column_scale;  /* N floats, or NULL (e.g. per-channel scales applied from outside) */
+    qmm_activation activation;  /* default QMM_ACT_NONE */
+} qmm_epilogue;
+
+/* Sets *epi to the identity epilogue (alpha 1, beta 0, no bias, no column scale, no activation). */
+QMM_API void qmm_epilogue_init(qmm_epilogue *epi);
+
+/* C = epilogue(A @ W^T) for the m x k matrix A and the n x k weight w (see qmm_epilogue).
+ *   a: a_type FP32, BF16 or FP16 (FP32 on CPU backends only); row i at element i * lda, lda >= k.
+ *   c: c_type FP32, BF16 or FP16; row i at element i * ldc, ldc >= n; written in full, read when
+ *      beta != 0. c must not overlap a.
+ * On the CUDA backend a, c, bias and column_scale are device pointers and w must be prepared
+ * (qmm_weight_prepare); the call is asynchronous on the context's stream.
+ * Errors: QMM_ERR_NULL_POINTER (ctx, a, w, c), QMM_ERR_INVALID_SIZE (m is 0), QMM_ERR_INVALID_STRIDE,
+ * QMM_ERR_INVALID_ENUM (a_type, c_type, activation), QMM_ERR_NON_FINITE (alpha or beta),
+ * QMM_ERR_UNSUPPORTED (a type or path the backend lacks, a non-canonical scale layout),
+ * QMM_ERR_NOT_PREPARED, QMM_ERR_WORKSPACE_TOO_SMALL, QMM_ERR_CUDA, QMM_ERR_CUBLAS, and those of
+ * qmm_weight_validate(). */
+QMM_API qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, const void *a, size_t lda,
+                              const qmm_weight *w, qmm_dtype c_type, void *c, size_t ldc,
+                              const qmm_epilogue *epi);
+
+/* The path qmm_matmul() would run on ctx for m rows of A and the weight w (after any forced path).
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_SIZE, and those of qmm_weight_validate(). */
+QMM_API qmm_status qmm_matmul_plan(const qmm_context *ctx, size_t m, const qmm_weight *w, qmm_path *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QMM_H */

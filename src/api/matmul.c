@@ -1,0 +1,96 @@
+/* qmm_matmul: argument checks shared by every backend, then the dispatcher's choice of path. */
+#include <math.h>
+
+#include "../core/error.h"
+#include "../core/format.h"
+#include "../core/prepared.h"
+#include "../core/weight.h"
+#include "context.h"
+
+void qmm_epilogue_init(qmm_epilogue *epi)
+{
+    if (!epi) return;
+    qmm_epilogue e = {0};
+    e.alpha = 1.0f;
+    e.activation = QMM_ACT_NONE;
+    *epi = e;
+}
+
+/* The weight as the backend will read it: the prepared copy where the backend needs one, else the
+ * canonical host buffers. */
+static qmm_status qmm__check_weight(const char *fn, const qmm_context *ctx, const qmm_weight *w)
+{
+    if (!w) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: w is NULL", fn);
+    if (!ctx->ops->needs_prepare || !w->prepared) {
+        if (ctx->ops->needs_prepare)
+            return qmm__fail(QMM_ERR_NOT_PREPARED, "%s: backend '%s' needs qmm_weight_prepare() on this weight first",
+                             fn, qmm_backend_name(ctx->ops->id));
+        QMM__TRY(qmm__weight_validate(fn, w));
+        if (w->scale_layout != QMM_SCALE_LAYOUT_CANONICAL)
+            return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: block scales must be in the canonical layout", fn);
+        return QMM_OK;
+    }
+    const qmm_prepared *p = w->prepared;
+    if (p->backend != ctx->ops->id || p->owner != ctx->state)
+        return qmm__fail(QMM_ERR_NOT_PREPARED, "%s: the weight was prepared on another context", fn);
+    if (p->format != w->format || p->n != w->n || p->k != w->k)
+        return qmm__fail(QMM_ERR_INVALID_WEIGHT, "%s: the descriptor (format %d, %zu x %zu) no longer matches its "
+                         "prepared copy (format %d, %zu x %zu)", fn, (int)w->format, w->n, w->k, (int)p->format, p->n, p->k);
+    return QMM_OK;
+}
+
+/* Bytes spanned by `rows` rows of `cols` elements at stride `ld`; false on overflow. */
+static bool qmm__span_bytes(size_t rows, size_t cols, size_t ld, size_t elem, size_t *out)
+{
+    size_t s;
+    if (!qmm__mul_size(rows - 1, ld, &s) || s > (size_t)-1 - cols) return false;
+    return qmm__mul_size(s + cols, elem, out);
+}
+
+qmm_status qmm_matmul_plan(const qmm_context *ctx, size_t m, const qmm_weight *w, qmm_path *out)
+{
+    static const char fn[] = "qmm_matmul_plan";
+    if (!ctx || !out) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: NULL argument", fn);
+    if (m == 0) return qmm__fail(QMM_ERR_INVALID_SIZE, "%s: m is 0", fn);
+    QMM__TRY(qmm__check_weight(fn, ctx, w));
+    *out = ctx->forced != QMM_PATH_AUTO ? ctx->forced : ctx->ops->plan(ctx->state, m, w);
+    return QMM_OK;
+}
+
+qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, const void *a, size_t lda, const qmm_weight *w,
+                      qmm_dtype c_type, void *c, size_t ldc, const qmm_epilogue *epi)
+{
+    static const char fn[] = "qmm_matmul";
+    if (!ctx) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: ctx is NULL", fn);
+    if (!a) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: a is NULL", fn);
+    if (!c) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: c is NULL", fn);
+    QMM__TRY(qmm__check_weight(fn, ctx, w));
+    if (m == 0) return qmm__fail(QMM_ERR_INVALID_SIZE, "%s: m is 0", fn);
+    if (!qmm__dtype_is_float(a_type))
+        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: activation type %d is not fp32, bf16 or fp16", fn, (int)a_type);
+    if (!qmm__dtype_is_float(c_type))
+        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: output type %d is not fp32, bf16 or fp16", fn, (int)c_type);
+    if (a_type == QMM_DTYPE_FP32 && !ctx->ops->fp32_activations)
+        return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: backend '%s' takes bf16 or fp16 activations, not fp32", fn,
+                         qmm_backend_name(ctx->ops->id));
+    const size_t n = w->n, k = w->k;
+    if (lda < k) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: lda = %zu is shorter than k = %zu", fn, lda, k);
+    if (ldc < n) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: ldc = %zu is shorter than n = %zu", fn, ldc, n);
+    size_t a_bytes, c_bytes;
+    if (!qmm__span_bytes(m, k, lda, qmm__dtype_size(a_type), &a_bytes) ||
+        !qmm__span_bytes(m, n, ldc, qmm__dtype_size(c_type), &c_bytes))
+        return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "%s: m = %zu rows of A or C overflow size_t", fn, m);
+    const char *ab = a, *cb = c;
+    if (ab < cb + c_bytes && cb < ab + a_bytes) return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: C overlaps A", fn);
+
+    qmm__matmul_args x = {.m = m, .n = n, .k = k, .a_type = a_type, .a = a, .lda = lda, .w = w,
+                          .c_type = c_type, .c = c, .ldc = ldc};
+    qmm_epilogue_init(&x.epi);
+    if (epi) x.epi = *epi;
+    if (!isfinite(x.epi.alpha) || !isfinite(x.epi.beta))
+        return qmm__fail(QMM_ERR_NON_FINITE, "%s: alpha = %g, beta = %g must be finite", fn, x.epi.alpha, x.epi.beta);
+    if ((int)x.epi.activation < QMM_ACT_NONE || (int)x.epi.activation > QMM_ACT_GELU_ERF)
+        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: unknown activation %d", fn, (int)x.epi.activation);
+    x.path = ctx->forced != QMM_PATH_AUTO ? ctx->forced : ctx->ops->plan(ctx->state, m, w);
+    return ctx->ops->matmul(ctx->state, &x);
+}

@@ -1,0 +1,50 @@
+/* The contract between the public API (src/api) and a backend. The API layer checks every argument
+ * before it calls a backend, so a backend receives only consistent, validated calls. */
+#ifndef QMM_CORE_BACKEND_H
+#define QMM_CORE_BACKEND_H
+
+#include <stdbool.h>
+
+#include "qmm.h"
+
+/* One validated qmm_matmul call. */
+typedef struct qmm__matmul_args {
+    size_t m, n, k;
+    qmm_dtype a_type;
+    const void *a;
+    size_t lda;
+    const qmm_weight *w; /* validated; w->prepared belongs to this backend when the backend needs one */
+    qmm_dtype c_type;
+    void *c;
+    size_t ldc;
+    qmm_epilogue epi;    /* defaults filled in */
+    qmm_path path;       /* resolved: never QMM_PATH_AUTO */
+} qmm__matmul_args;
+
+typedef struct qmm__backend_ops {
+    qmm_backend id;
+    bool needs_prepare;     /* matmul reads only w->prepared, never the host buffers */
+    bool device_pointers;   /* A, C, bias and column_scale live in device memory */
+    bool fp32_activations;  /* accepts a_type FP32 */
+    /* QMM_OK when the backend can run here. */
+    qmm_status (*available)(void);
+    /* Makes the per-context state (threads, stream, workspace). */
+    qmm_status (*create)(const qmm_context_options *opts, void **state);
+    void (*destroy)(void *state);
+    const char *(*describe)(const void *state);
+    bool (*has_path)(qmm_path path);
+    /* The dispatcher: the path for m rows against w (w validated). */
+    qmm_path (*plan)(const void *state, size_t m, const qmm_weight *w);
+    qmm_status (*matmul)(void *state, const qmm__matmul_args *args);
+    /* Optional: a backend copy of a validated canonical weight. */
+    qmm_status (*prepare)(void *state, const qmm_weight *w, qmm_prepared **out);
+    /* Optional, for backends with their own memory (NULL: aligned host memory and memcpy). */
+    qmm_status (*buffer_alloc)(void *state, size_t bytes, void **out);
+    void (*buffer_free)(void *state, void *ptr);
+    qmm_status (*buffer_copy)(void *state, void *dst, const void *src, size_t bytes, bool to_device);
+    qmm_status (*synchronize)(void *state);
+} qmm__backend_ops;
+
+extern const qmm__backend_ops qmm__reference_backend;
+
+#endif

@@ -1,0 +1,201 @@
+/* Quantization recipes, bit-exact with the producers of real checkpoints (DESIGN.md). Every recipe
+ * computes in fp32 in the producer's order; nothing is written before the whole input is checked. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "convert.h"
+#include "error.h"
+#include "format.h"
+#include "weight.h"
+
+/* One pass over the input: every value finite, and the largest magnitude. */
+static qmm_status qmm__scan_input(qmm_dtype type, const void *src, size_t stride, size_t n, size_t k, float *amax)
+{
+    float m = 0.0f;
+    for (size_t r = 0; r < n; r++) {
+        for (size_t c = 0; c < k; c++) {
+            float x = qmm__load_float(type, src, r * stride + c);
+            if (!isfinite(x))
+                return qmm__fail(QMM_ERR_NON_FINITE, "qmm_quantize: weight[%zu][%zu] is %s", r, c,
+                                 isnan(x) ? "NaN" : "infinite");
+            m = fmaxf(m, fabsf(x));
+        }
+    }
+    *amax = m;
+    return QMM_OK;
+}
+
+static void qmm__load_row(qmm_dtype type, const void *src, size_t stride, size_t r, size_t k, float *row)
+{
+    for (size_t c = 0; c < k; c++) row[c] = qmm__load_float(type, src, r * stride + c);
+}
+
+static float qmm__max_abs(const float *x, size_t len)
+{
+    float m = 0.0f;
+    for (size_t i = 0; i < len; i++) m = fmaxf(m, fabsf(x[i]));
+    return m;
+}
+
+static void qmm__store_nibble(uint8_t *row, size_t c, uint8_t code)
+{
+    if (c & 1) row[c / 2] = (uint8_t)(row[c / 2] | (code << 4));
+    else row[c / 2] = code; /* the low nibble comes first and clears the byte */
+}
+
+/* NVFP4, modelopt: s2 = amax / (6 * 448); sb = E4M3(clamp(amax_b / (6 * s2), 2^-9, 448)) with 1.0 for a
+ * zero block; q = E2M1(x / (sb * s2)) with the sign taken as x < 0. */
+static void qmm__quantize_nvfp4(const float *row, size_t k, float s2, uint8_t *out, uint8_t *scales)
+{
+    const float six_s2 = 6.0f * s2;
+    for (size_t b0 = 0, blk = 0; b0 < k; b0 += 16, blk++) {
+        size_t len = k - b0 < 16 ? k - b0 : 16;
+        float sb = qmm__max_abs(row + b0, len) / six_s2;
+        if (sb == 0.0f) sb = 1.0f;
+        sb = fminf(fmaxf(sb, 0x1p-9f), 448.0f);
+        uint8_t code = qmm__fp32_to_e4m3(sb);
+        scales[blk] = code;
+        const float scale = qmm__e4m3_to_fp32(code) * s2;
+        for (size_t i = 0; i < len; i++) {
+            float x = row[b0 + i];
+            float q = x / scale;
+            uint8_t c = (uint8_t)(qmm__e2m1_magnitude_code(fabsf(q)) | (x < 0.0f ? 8u : 0u));
+            qmm__store_nibble(out, b0 + i, c);
+        }
+    }
+}
+
+/* MXFP4: the shared exponent of a 32-block by the floor rule (OCP MX v1.0 section 6.3) or the rceil
+ * rule (2^e the power of two at or above amax / 6, as PTX cvt.rp.ue8m0 gives). */
+static int qmm__mx_exponent(float amax, bool rceil)
+{
+    int e;
+    if (rceil) {
+        float d = amax / 6.0f;
+        if (d == 0.0f) return -127;
+        int ex;
+        float f = frexpf(d, &ex); /* d = f * 2^ex, f in [0.5, 1) */
+        e = f == 0.5f ? ex - 1 : ex;
+    } else {
+        if (amax == 0.0f) return -127;
+        e = ilogbf(amax) - 2; /* floor(log2(amax)) - emax of E2M1 */
+    }
+    return e < -127 ? -127 : e > 127 ? 127 : e;
+}
+
+static void qmm__quantize_mxfp4(const float *row, size_t k, bool rceil, uint8_t *out, uint8_t *scales)
+{
+    for (size_t b0 = 0, blk = 0; b0 < k; b0 += 32, blk++) {
+        size_t len = k - b0 < 32 ? k - b0 : 32;
+        int e = qmm__mx_exponent(qmm__max_abs(row + b0, len), rceil);
+        scales[blk] = (uint8_t)(e + 127);
+        const float inv = ldexpf(1.0f, -e); /* exact: 2^-e is a normal fp32 for e in [-127, 125] */
+        for (size_t i = 0; i < len; i++) qmm__store_nibble(out, b0 + i, qmm__fp32_to_e2m1(row[b0 + i] * inv));
+    }
+}
+
+static float qmm__fp8_scale(float amax)
+{
+    float s = amax / 448.0f;
+    return s == 0.0f ? 1.0f : s;
+}
+
+static void qmm__quantize_fp8_row(const float *row, size_t k, float s, uint8_t *out)
+{
+    for (size_t i = 0; i < k; i++) out[i] = qmm__fp32_to_e4m3(row[i] / s);
+}
+
+static qmm_status qmm__check_recipe(qmm_recipe *recipe, qmm_format format)
+{
+    if ((int)*recipe < QMM_RECIPE_DEFAULT || (int)*recipe > QMM_RECIPE_FP8_AMAX)
+        return qmm__fail(QMM_ERR_INVALID_ENUM, "qmm_quantize: unknown recipe %d", (int)*recipe);
+    qmm_recipe r = *recipe;
+    bool ok;
+    switch (format) {
+    case QMM_FORMAT_NVFP4:
+        if (r == QMM_RECIPE_DEFAULT) r = QMM_RECIPE_NVFP4_MODELOPT;
+        ok = r == QMM_RECIPE_NVFP4_MODELOPT;
+        break;
+    case QMM_FORMAT_MXFP4:
+        if (r == QMM_RECIPE_DEFAULT) r = QMM_RECIPE_MXFP4_FLOOR;
+        ok = r == QMM_RECIPE_MXFP4_FLOOR || r == QMM_RECIPE_MXFP4_RCEIL;
+        break;
+    default:
+        if (r == QMM_RECIPE_DEFAULT) r = QMM_RECIPE_FP8_AMAX;
+        ok = r == QMM_RECIPE_FP8_AMAX;
+        break;
+    }
+    if (!ok)
+        return qmm__fail(QMM_ERR_UNSUPPORTED, "qmm_quantize: recipe '%s' does not apply to %s", qmm_recipe_name(r),
+                         qmm__format_traits(format)->name);
+    *recipe = r;
+    return QMM_OK;
+}
+
+qmm_status qmm_quantize(qmm_recipe recipe, qmm_dtype src_type, const void *src, size_t src_stride, qmm_weight *dst)
+{
+    static const char fn[] = "qmm_quantize";
+    if (!dst) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst is NULL", fn);
+    if (!src) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: src is NULL", fn);
+    if (!qmm__dtype_is_float(src_type))
+        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: source type %d is not fp32, bf16 or fp16", fn, (int)src_type);
+    qmm_weight_size size = {0};
+    QMM__TRY(qmm__weight_size(fn, dst->format, dst->scale_layout, dst->n, dst->k, &size));
+    QMM__TRY(qmm__check_recipe(&recipe, dst->format));
+    if (dst->scale_layout != QMM_SCALE_LAYOUT_CANONICAL)
+        return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: quantizers write the canonical scale layout only", fn);
+    const size_t n = dst->n, k = dst->k;
+    if (src_stride < k) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: source row stride %zu is shorter than k = %zu", fn, src_stride, k);
+    size_t span;
+    if (!qmm__mul_size(n - 1, src_stride, &span) || span > (size_t)-1 - k)
+        return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "%s: %zu rows of stride %zu overflow size_t", fn, n, src_stride);
+    if (!dst->data) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst->data is NULL", fn);
+    if (dst->data_bytes < size.data_bytes)
+        return qmm__fail(QMM_ERR_BUFFER_TOO_SMALL, "%s: dst->data holds %zu bytes, %zu needed", fn, dst->data_bytes, size.data_bytes);
+    if (size.block_scale_bytes) {
+        if (!dst->block_scales) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst->block_scales is NULL", fn);
+        if (dst->block_scale_bytes < size.block_scale_bytes)
+            return qmm__fail(QMM_ERR_BUFFER_TOO_SMALL, "%s: dst->block_scales holds %zu bytes, %zu needed", fn,
+                             dst->block_scale_bytes, size.block_scale_bytes);
+    }
+    if (size.channel_scale_count) {
+        if (!dst->channel_scales) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst->channel_scales is NULL", fn);
+        if (dst->channel_scale_count < size.channel_scale_count)
+            return qmm__fail(QMM_ERR_BUFFER_TOO_SMALL, "%s: dst->channel_scales holds %zu floats, %zu needed", fn,
+                             dst->channel_scale_count, size.channel_scale_count);
+    }
+
+    float amax = 0.0f;
+    QMM__TRY(qmm__scan_input(src_type, src, src_stride, n, k, &amax));
+    float *row = malloc(k * sizeof(float));
+    if (!row) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: cannot allocate a row of %zu floats", fn, k);
+
+    /* From here on nothing can fail. NVFP4: if amax / 2688 is 0, s2 = 1 keeps every division finite. */
+    float s2 = amax / 2688.0f;
+    if (s2 == 0.0f) s2 = 1.0f;
+    const float fp8_tensor_scale = qmm__fp8_scale(amax);
+    for (size_t r = 0; r < n; r++) {
+        qmm__load_row(src_type, src, src_stride, r, k, row);
+        uint8_t *out = dst->data + r * size.row_bytes;
+        uint8_t *scales = dst->block_scales ? dst->block_scales + r * size.scales_per_row : NULL;
+        switch (recipe) {
+        case QMM_RECIPE_NVFP4_MODELOPT: qmm__quantize_nvfp4(row, k, s2, out, scales); break;
+        case QMM_RECIPE_MXFP4_FLOOR: qmm__quantize_mxfp4(row, k, false, out, scales); break;
+        case QMM_RECIPE_MXFP4_RCEIL: qmm__quantize_mxfp4(row, k, true, out, scales); break;
+        default:
+            if (dst->format == QMM_FORMAT_FP8_CHANNEL) {
+                float s = qmm__fp8_scale(qmm__max_abs(row, k));
+                dst->channel_scales[r] = s;
+                qmm__quantize_fp8_row(row, k, s, out);
+            } else {
+                qmm__quantize_fp8_row(row, k, fp8_tensor_scale, out);
+            }
+            break;
+        }
+    }
+    free(row);
+    dst->tensor_scale = dst->format == QMM_FORMAT_NVFP4        ? s2
+                        : dst->format == QMM_FORMAT_FP8_TENSOR ? fp8_tensor_scale
+                                                               : 1.0f;
+    return QMM_OK;
+}

@@ -1,0 +1,108 @@
+/* The reference backend: scalar C, the exact dequantized weight, fp64 accumulation, the epilogue in
+ * fp64 and one rounding into C. It is the oracle of every other kernel, so it favours obviousness
+ * over speed. */
+#include <stdlib.h>
+
+#include "backend.h"
+#include "convert.h"
+#include "dequant.h"
+#include "epilogue.h"
+#include "error.h"
+#include "format.h"
+
+static double qmm__load_c(qmm_dtype t, const void *c, size_t i)
+{
+    switch (t) {
+    case QMM_DTYPE_BF16: return qmm__bf16_to_fp32(((const uint16_t *)c)[i]);
+    case QMM_DTYPE_FP16: return qmm__fp16_to_fp32(((const uint16_t *)c)[i]);
+    default: return ((const float *)c)[i];
+    }
+}
+
+static void qmm__store_c(qmm_dtype t, void *c, size_t i, double v)
+{
+    switch (t) {
+    case QMM_DTYPE_BF16: ((uint16_t *)c)[i] = qmm__f64_to_bf16(v); break;
+    case QMM_DTYPE_FP16: ((uint16_t *)c)[i] = qmm__f64_to_fp16(v); break;
+    default: ((float *)c)[i] = (float)v; break;
+    }
+}
+
+static qmm_status qmm__reference_matmul(void *state, const qmm__matmul_args *x)
+{
+    (void)state;
+    const size_t m = x->m, n = x->n, k = x->k;
+    double *a = malloc(m * k * sizeof(double));
+    float *wrow = malloc(k * sizeof(float));
+    double *acc = malloc(m * sizeof(double));
+    if (!a || !wrow || !acc) {
+        free(a);
+        free(wrow);
+        free(acc);
+        return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_matmul (reference): cannot allocate %zu x %zu doubles", m, k);
+    }
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < k; j++) a[i * k + j] = qmm__load_float(x->a_type, x->a, i * x->lda + j);
+
+    const qmm_epilogue *e = &x->epi;
+    for (size_t col = 0; col < n; col++) {
+        qmm__dequant_row_unscaled(x->w, col, wrow);
+        const double row_scale = qmm__row_scale(x->w, col);
+        const double mul = (double)e->alpha * (e->column_scale ? (double)e->column_scale[col] : 1.0);
+        const double bias = e->bias ? (double)e->bias[col] : 0.0;
+        for (size_t i = 0; i < m; i++) {
+            double s = 0.0;
+            for (size_t j = 0; j < k; j++) s += a[i * k + j] * (double)wrow[j];
+            acc[i] = s * row_scale;
+        }
+        for (size_t i = 0; i < m; i++) {
+            double v = mul * acc[i] + bias;
+            if (e->beta != 0.0f) v += (double)e->beta * qmm__load_c(x->c_type, x->c, i * x->ldc + col);
+            qmm__store_c(x->c_type, x->c, i * x->ldc + col, qmm__activation_f64(v, e->activation));
+        }
+    }
+    free(a);
+    free(wrow);
+    free(acc);
+    return QMM_OK;
+}
+
+static qmm_status qmm__reference_available(void) { return QMM_OK; }
+
+static qmm_status qmm__reference_create(const qmm_context_options *opts, void **state)
+{
+    (void)opts;
+    *state = NULL;
+    return QMM_OK;
+}
+
+static void qmm__reference_destroy(void *state) { (void)state; }
+
+static const char *qmm__reference_describe(const void *state)
+{
+    (void)state;
+    return "reference (scalar C, fp64 accumulation)";
+}
+
+static bool qmm__reference_has_path(qmm_path p) { return p == QMM_PATH_REFERENCE; }
+
+static qmm_path qmm__reference_plan(const void *state, size_t m, const qmm_weight *w)
+{
+    (void)state, (void)m, (void)w;
+    return QMM_PATH_REFERENCE;
+}
+
+const qmm__backend_ops qmm__reference_backend = {
+    .id = QMM_BACKEND_REFERENCE,
+    .needs_prepare = false,
+    .device_pointers = false,
+    .fp32_activations = true,
+    .available = qmm__reference_available,
+    .create = qmm__reference_create,
+    .destroy = qmm__reference_destroy,
+    .describe = qmm__reference_describe,
+    .has_path = qmm__reference_has_path,
+    .plan = qmm__reference_plan,
+    .matmul = qmm__reference_matmul,
+    .prepare = NULL,
+};

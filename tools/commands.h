@@ -1,0 +1,7 @@
+/* The qmm tool's commands. Each takes the arguments after its name and returns the exit code. */
+#ifndef QMM_TOOLS_COMMANDS_H
+#define QMM_TOOLS_COMMANDS_H
+
+int cmd_run(int argc, char **argv);
+
+#endif

@@ -1,0 +1,44 @@
+/* Helpers shared by the qmm tool's commands: random numbers, timing, option parsing, test matrices. */
+#ifndef QMM_TOOLS_COMMON_H
+#define QMM_TOOLS_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qmm.h"
+
+/* xoshiro256** (Blackman and Vigna, 2018), seeded through splitmix64. */
+typedef struct tool_rng {
+    uint64_t s[4];
+} tool_rng;
+
+void tool_rng_seed(tool_rng *r, uint64_t seed);
+uint64_t tool_rng_next(tool_rng *r);
+double tool_rng_uniform(tool_rng *r); /* in (0, 1) */
+double tool_rng_normal(tool_rng *r);  /* standard normal, Box-Muller */
+
+double tool_now(void); /* monotonic seconds */
+double tool_median(double *v, int count);
+
+/* Parses "a,b,c" of positive integers into out (at most max); returns the count, or -1 on bad input. */
+int tool_parse_sizes(const char *s, size_t *out, int max);
+
+/* Prints "qmm <what>: <status string>: <last error>" to stderr and returns 1 (an exit code). */
+int tool_report(const char *what, qmm_status st);
+
+/* The tool's default weight: a seeded random n x k bf16 matrix shaped like an LLM projection, with
+ * Student-t (4 degrees of freedom) tails and 1 row in 64 an outlier row scaled by 8. */
+void tool_default_weight(uint16_t *w, size_t n, size_t k, uint64_t seed);
+
+/* Standard normal bf16 activations. */
+void tool_random_bf16(uint16_t *a, size_t count, uint64_t seed);
+
+/* ||x - y|| / ||y|| over count values (fp64 norms). */
+double tool_rel_error(const float *x, const double *y, size_t count);
+double tool_rel_error_f32(const float *x, const float *y, size_t count);
+
+/* C = A @ W^T in fp64 for bf16 A (m x k) and bf16 W (n x k): the product with the unquantized weight. */
+void tool_exact_product(const uint16_t *a, const uint16_t *w, size_t m, size_t n, size_t k, double *c);
+
+#endif
