@@ -142,7 +142,9 @@ typedef enum qmm_format {
     QMM_FORMAT_NVFP4 = 1,       /* E2M1 elements, E4M3 scale per 16 along K, fp32 tensor scale */
     QMM_FORMAT_MXFP4 = 2,       /* E2M1 elements, E8M0 scale per 32 along K (OCP MX v1.0) */
     QMM_FORMAT_FP8_TENSOR = 3,  /* E4M3 elements, one fp32 scale for the tensor */
-    QMM_FORMAT_FP8_CHANNEL = 4  /* E4M3 elements, one fp32 scale per output channel (row n) */
+    QMM_FORMAT_FP8_CHANNEL = 4, /* E4M3 elements, one fp32 scale per output channel (row n) */
+    QMM_FORMAT_BF16 = 5         /* dense bf16, not quantized: unquantized layers, and the dense baseline
+                                   (cuBLAS bf16 on CUDA) that benchmarks compare against */
 } qmm_format;
 
 /* How the scale outside the blocks is stored. */
@@ -154,9 +156,9 @@ typedef enum qmm_global_scale {
 
 /* What a format is, read from the one table every backend uses. */
 typedef struct qmm_format_traits {
-    const char *name;               /* "nvfp4", "mxfp4", "fp8_tensor", "fp8_channel" */
-    qmm_dtype element;              /* QMM_DTYPE_E2M1 or QMM_DTYPE_E4M3 */
-    int element_bits;               /* 4 or 8 */
+    const char *name;               /* "nvfp4", "mxfp4", "fp8_tensor", "fp8_channel", "bf16" */
+    qmm_dtype element;              /* QMM_DTYPE_E2M1, QMM_DTYPE_E4M3 or QMM_DTYPE_BF16 */
+    int element_bits;               /* 4, 8 or 16 */
     int block_size;                 /* elements along K per block scale; 0 when there are none */
     qmm_dtype block_scale;          /* QMM_DTYPE_E4M3 or QMM_DTYPE_E8M0; 0 when there are none */
     qmm_global_scale global_scale;  /* tensor, channel or none */
@@ -190,7 +192,7 @@ typedef struct qmm_prepared qmm_prepared; /* a backend's own copy of a weight (q
  *
  *   data            N rows of row_bytes bytes. E2M1: byte j of row n holds code[n][2j] in its low nibble
  *                   and code[n][2j+1] in its high nibble; an odd K leaves the last high nibble 0.
- *                   E4M3: one code per byte.
+ *                   E4M3: one code per byte. BF16: one little-endian uint16 per weight.
  *   block_scales    NVFP4: E4M3 codes, MXFP4: E8M0 codes, one per block of B = 16 / 32 along K
  *                   (the last block of a row may be partial), in `scale_layout`. NULL for FP8.
  *   tensor_scale    NVFP4 (weight_scale_2) and FP8_TENSOR: multiplies every weight. Ignored otherwise.
@@ -214,7 +216,7 @@ typedef struct qmm_weight {
 
 /* Buffer sizes of an N x K weight in a format. */
 typedef struct qmm_weight_size {
-    size_t row_bytes;           /* bytes of one row of data: ceil(K/2) for E2M1, K for E4M3 */
+    size_t row_bytes;           /* bytes of one row of data: ceil(K/2) for E2M1, K for E4M3, 2K for BF16 */
     size_t data_bytes;          /* N * row_bytes */
     size_t scales_per_row;      /* ceil(K/B); 0 without block scales */
     size_t block_scale_bytes;   /* N * scales_per_row in the canonical layout (padded in others) */
@@ -251,7 +253,7 @@ QMM_API qmm_status qmm_weight_validate(const qmm_weight *w);
  * Quantization
  * ---------------------------------------------------------------------------------------------- */
 typedef enum qmm_recipe {
-    QMM_RECIPE_DEFAULT = 0,        /* NVFP4: modelopt; MXFP4: floor; FP8: amax */
+    QMM_RECIPE_DEFAULT = 0,        /* NVFP4: modelopt; MXFP4: floor; FP8: amax; BF16: round to nearest even */
     QMM_RECIPE_NVFP4_MODELOPT = 1, /* NVIDIA TensorRT Model Optimizer, weight path (DESIGN.md) */
     QMM_RECIPE_MXFP4_FLOOR = 2,    /* OCP MX v1.0: e = floor(log2(amax)) - 2 */
     QMM_RECIPE_MXFP4_RCEIL = 3,    /* e = ceil(log2(amax / 6)) (NVIDIA, gpt-oss); elements still RNE */
@@ -268,11 +270,12 @@ QMM_API qmm_status qmm_recipe_from_name(const char *name, qmm_recipe *out);
  * into *dst with `recipe`, bit-exactly as the recipe's producer does (DESIGN.md):
  *   NVFP4 modelopt: s2 = amax / 2688; per 16-block sb = E4M3(clamp(amax_b / (6 * s2), 2^-9, 448)),
  *     1.0 for an all-zero block; q = E2M1(x / (sb * s2)), sign from x < 0. All arithmetic in fp32.
- *     If s2 is 0 (all-zero weight, or amax below 2688 * 2^-149) every block is an all-zero block.
+ *     Where amax / 2688 is 0 (an all-zero weight, or amax below 2688 * 2^-149), s2 = 1 is used.
  *   MXFP4 floor / rceil: per 32-block an E8M0 scale 2^e; q = E2M1(x * 2^-e); an all-zero block gets
  *     the smallest scale (code 0).
- *   FP8 amax: s = amax / 448 (per tensor, or per row for FP8_CHANNEL), q = E4M3(x / s); s = 1 where the
- *     tensor or row is all zeros.
+ *   FP8 amax: s = amax / 448 (per tensor, or per row for FP8_CHANNEL), q = E4M3(x / s); s = 1 where
+ *     amax / 448 is 0 (an all-zero tensor or row).
+ *   BF16: each value rounded to nearest even (exact from a bf16 source).
  * dst must have been set up by qmm_weight_init()/qmm_weight_alloc() with the same format, n and k, the
  * canonical layout and buffers at least their queried size. On success the buffers, tensor_scale and
  * (FP8_CHANNEL) channel_scales are written; every byte of data and block_scales up to the queried sizes
@@ -372,6 +375,32 @@ QMM_API qmm_status qmm_context_set_path(qmm_context *ctx, qmm_path path);
 /* A one-line description of what the context runs on ("reference (scalar C, fp64 accumulation)",
  * "cpu avx512 (2 threads)", "cuda NVIDIA H200 (sm_90, 132 SMs)"). Static to the context; never NULL. */
 QMM_API const char *qmm_context_describe(const qmm_context *ctx);
+
+/* Makes the backend's own copy of the validated, canonical weight *w and records it in w->prepared:
+ * the CUDA backend uploads it to device memory in the order its kernels read (see src/cuda/README.md);
+ * backends that read the canonical host buffers directly leave w->prepared NULL and return QMM_OK.
+ * Preparing an already prepared weight replaces the old copy. After a CUDA prepare the host buffers
+ * are no longer read and may be freed; the descriptor's format, n and k must stay as they are.
+ * Copies of the struct share the prepared copy: release it once, with qmm_weight_unprepare().
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_UNSUPPORTED (non-canonical layout), QMM_ERR_OUT_OF_MEMORY,
+ * QMM_ERR_CUDA, and those of qmm_weight_validate(). */
+QMM_API qmm_status qmm_weight_prepare(qmm_context *ctx, qmm_weight *w);
+
+/* Releases w->prepared (if any) and sets it to NULL. NULL w is allowed. Call it before destroying the
+ * context the weight was prepared on. */
+QMM_API void qmm_weight_unprepare(qmm_weight *w);
+
+/* What the machine behind a context can do, measured now (for benchmarks and the tool's reports). */
+typedef struct qmm_machine_rates {
+    double copy_gbps;    /* CUDA: device-to-device copy, bytes read + written per second. Host backends:
+                            read bandwidth of all the context's threads over a buffer far beyond the caches */
+    double fp32_gflops;  /* host backends: fp32 FMA peak of all threads (0 where not measured) */
+    double bf16_gflops;  /* host backends: bf16 dot-product peak (AVX512-BF16) of all threads, 0 without */
+} qmm_machine_rates;
+
+/* Measures the rates above with buffers of `bytes` (0: a default several times the last-level cache).
+ * Takes a second or so. Errors: QMM_ERR_NULL_POINTER, QMM_ERR_OUT_OF_MEMORY, QMM_ERR_CUDA. */
+QMM_API qmm_status qmm_context_measure_rates(qmm_context *ctx, size_t bytes, qmm_machine_rates *out);
 
 /* ------------------------------------------------------------------------------------------------
  * Buffers: memory a context's backend reads A, C, bias and column scales from. Device memory on the

@@ -19,7 +19,7 @@ static void test_names_and_status(void)
     uint8_t poison[64];
     harness_poison(poison, sizeof poison);
     CHECK_STATUS(qmm_format_get_traits((qmm_format)0, (qmm_format_traits *)poison), QMM_ERR_INVALID_ENUM);
-    CHECK_STATUS(qmm_format_get_traits((qmm_format)5, (qmm_format_traits *)poison), QMM_ERR_INVALID_ENUM);
+    CHECK_STATUS(qmm_format_get_traits((qmm_format)6, (qmm_format_traits *)poison), QMM_ERR_INVALID_ENUM);
     CHECK_STATUS(qmm_format_get_traits(QMM_FORMAT_NVFP4, NULL), QMM_ERR_NULL_POINTER);
     CHECK(strlen(qmm_last_error()) > 0, "a failure leaves a message");
     CHECK_STATUS(qmm_format_from_name("nvfp5", (qmm_format *)poison), QMM_ERR_NOT_FOUND);

@@ -43,6 +43,8 @@ typedef struct qmm__backend_ops {
     void (*buffer_free)(void *state, void *ptr);
     qmm_status (*buffer_copy)(void *state, void *dst, const void *src, size_t bytes, bool to_device);
     qmm_status (*synchronize)(void *state);
+    /* Optional (NULL: one thread reading host memory, no peak). */
+    qmm_status (*measure_rates)(void *state, size_t bytes, qmm_machine_rates *out);
 } qmm__backend_ops;
 
 extern const qmm__backend_ops qmm__reference_backend;

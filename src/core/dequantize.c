@@ -12,6 +12,11 @@ void qmm__dequant_row_unscaled(const qmm_weight *w, size_t r, float *out)
 {
     const qmm_format_traits *t = qmm__format_traits(w->format);
     const size_t k = w->k;
+    if (t->element_bits == 16) {
+        const uint16_t *row = (const uint16_t *)(const void *)(w->data + r * k * 2);
+        for (size_t c = 0; c < k; c++) out[c] = qmm__bf16_to_fp32(row[c]);
+        return;
+    }
     if (t->element_bits == 8) {
         const uint8_t *row = w->data + r * k;
         for (size_t c = 0; c < k; c++) out[c] = qmm__e4m3_to_fp32(row[c]);

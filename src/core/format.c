@@ -10,11 +10,12 @@ static const qmm_format_traits qmm__formats[] = {
     [QMM_FORMAT_MXFP4] = {"mxfp4", QMM_DTYPE_E2M1, 4, 32, QMM_DTYPE_E8M0, QMM_GLOBAL_SCALE_NONE, 4.25},
     [QMM_FORMAT_FP8_TENSOR] = {"fp8_tensor", QMM_DTYPE_E4M3, 8, 0, (qmm_dtype)0, QMM_GLOBAL_SCALE_TENSOR, 8.0},
     [QMM_FORMAT_FP8_CHANNEL] = {"fp8_channel", QMM_DTYPE_E4M3, 8, 0, (qmm_dtype)0, QMM_GLOBAL_SCALE_CHANNEL, 8.0},
+    [QMM_FORMAT_BF16] = {"bf16", QMM_DTYPE_BF16, 16, 0, (qmm_dtype)0, QMM_GLOBAL_SCALE_NONE, 16.0},
 };
 
 const qmm_format_traits *qmm__format_traits(qmm_format format)
 {
-    if ((int)format < QMM_FORMAT_NVFP4 || (int)format > QMM_FORMAT_FP8_CHANNEL) return NULL;
+    if ((int)format < QMM_FORMAT_NVFP4 || (int)format > QMM_FORMAT_BF16) return NULL;
     return &qmm__formats[format];
 }
 
@@ -34,7 +35,7 @@ qmm_status qmm_format_from_name(const char *name, qmm_format *out)
         *out = QMM_FORMAT_FP8_TENSOR;
         return QMM_OK;
     }
-    for (int f = QMM_FORMAT_NVFP4; f <= QMM_FORMAT_FP8_CHANNEL; f++) {
+    for (int f = QMM_FORMAT_NVFP4; f <= QMM_FORMAT_BF16; f++) {
         if (strcmp(name, qmm__formats[f].name) == 0) {
             *out = (qmm_format)f;
             return QMM_OK;

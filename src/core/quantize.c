@@ -2,6 +2,7 @@
  * computes in fp32 in the producer's order; nothing is written before the whole input is checked. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "convert.h"
 #include "error.h"
@@ -120,6 +121,9 @@ static qmm_status qmm__check_recipe(qmm_recipe *recipe, qmm_format format)
         if (r == QMM_RECIPE_DEFAULT) r = QMM_RECIPE_MXFP4_FLOOR;
         ok = r == QMM_RECIPE_MXFP4_FLOOR || r == QMM_RECIPE_MXFP4_RCEIL;
         break;
+    case QMM_FORMAT_BF16:
+        ok = r == QMM_RECIPE_DEFAULT;
+        break;
     default:
         if (r == QMM_RECIPE_DEFAULT) r = QMM_RECIPE_FP8_AMAX;
         ok = r == QMM_RECIPE_FP8_AMAX;
@@ -182,6 +186,12 @@ qmm_status qmm_quantize(qmm_recipe recipe, qmm_dtype src_type, const void *src, 
         case QMM_RECIPE_NVFP4_MODELOPT: qmm__quantize_nvfp4(row, k, s2, out, scales); break;
         case QMM_RECIPE_MXFP4_FLOOR: qmm__quantize_mxfp4(row, k, false, out, scales); break;
         case QMM_RECIPE_MXFP4_RCEIL: qmm__quantize_mxfp4(row, k, true, out, scales); break;
+        case QMM_RECIPE_DEFAULT: /* BF16 */
+            for (size_t c = 0; c < k; c++) {
+                uint16_t h = qmm__fp32_to_bf16(row[c]);
+                memcpy(out + 2 * c, &h, 2);
+            }
+            break;
         default:
             if (dst->format == QMM_FORMAT_FP8_CHANNEL) {
                 float s = qmm__fp8_scale(qmm__max_abs(row, k));

@@ -23,7 +23,7 @@ qmm_status qmm__weight_size(const char *fn, qmm_format format, qmm_scale_layout 
         return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "%s: n = %zu or k = %zu is too large", fn, n, k);
 
     qmm_weight_size s = {0};
-    s.row_bytes = t->element_bits == 4 ? k / 2 + (k & 1) : k;
+    s.row_bytes = t->element_bits == 4 ? k / 2 + (k & 1) : k * (size_t)(t->element_bits / 8);
     if (!qmm__mul_size(n, s.row_bytes, &s.data_bytes))
         return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "%s: %zu x %zu weight does not fit size_t", fn, n, k);
     if (t->block_size > 0) {
