@@ -297,9 +297,29 @@ static void test_dequantize_exact(void)
     }
 }
 
+/* The dense bf16 format: each value rounded to nearest even, exactly what qmm_fp32_to_bf16 gives. */
+static void test_bf16_format(void)
+{
+    enum { N = 3, K = 29 };
+    float src[N * K], back[N * K];
+    for (int i = 0; i < N * K; i++) src[i] = harness_f32_from_bits(harness_u32() & 0xbfffffffu); /* finite */
+    qmm_weight w;
+    CHECK_OK(quantize(&w, QMM_FORMAT_BF16, QMM_RECIPE_DEFAULT, src, N, K));
+    CHECK(w.data_bytes == N * K * 2 && w.block_scales == NULL, "bf16 sizes");
+    CHECK_OK(qmm_dequantize(&w, 0, QMM_DTYPE_FP32, back, K));
+    for (int i = 0; i < N * K; i++) {
+        uint16_t h;
+        memcpy(&h, w.data + 2 * i, 2);
+        CHECK(h == qmm_fp32_to_bf16(src[i]) && back[i] == qmm_bf16_to_fp32(h), "bf16 element %d", i);
+    }
+    CHECK_STATUS(qmm_quantize(QMM_RECIPE_FP8_AMAX, QMM_DTYPE_FP32, src, K, &w), QMM_ERR_UNSUPPORTED);
+    qmm_weight_free(&w);
+}
+
 int main(void)
 {
     harness_begin("test_quantize");
+    test_bf16_format();
     test_nvfp4_worked();
     test_mxfp4_worked();
     test_fp8_worked();

@@ -105,7 +105,7 @@ static void check_case(qmm_format f, size_t m, size_t n, size_t k, qmm_dtype at,
     CHECK_OK(qmm_matmul(ref_ctx, m, at, a, lda, &w, ct, c, ldc, &e));
 
     for (size_t j = 0; j < n; j++) {
-        long double gs = f == QMM_FORMAT_FP8_CHANNEL ? w.channel_scales[j] : f == QMM_FORMAT_MXFP4 ? 1.0L : w.tensor_scale;
+        long double gs = f == QMM_FORMAT_FP8_CHANNEL ? w.channel_scales[j] : (f == QMM_FORMAT_MXFP4 || f == QMM_FORMAT_BF16) ? 1.0L : w.tensor_scale;
         for (size_t i = 0; i < m; i++) {
             long double s = 0; /* summed from the end, unlike the reference */
             for (size_t t = k; t-- > 0;) s += (long double)load(at, a, i * lda + t) * deq[j * k + t];
@@ -130,10 +130,10 @@ static void check_case(qmm_format f, size_t m, size_t n, size_t k, qmm_dtype at,
 
 static void test_random_cases(void)
 {
-    static const qmm_format formats[4] = {QMM_FORMAT_NVFP4, QMM_FORMAT_MXFP4, QMM_FORMAT_FP8_TENSOR, QMM_FORMAT_FP8_CHANNEL};
+    static const qmm_format formats[5] = {QMM_FORMAT_NVFP4, QMM_FORMAT_MXFP4, QMM_FORMAT_FP8_TENSOR, QMM_FORMAT_FP8_CHANNEL, QMM_FORMAT_BF16};
     static const qmm_dtype types[3] = {QMM_DTYPE_FP32, QMM_DTYPE_BF16, QMM_DTYPE_FP16};
     static const size_t shapes[][3] = {{1, 1, 1}, {1, 7, 33}, {3, 5, 16}, {2, 9, 47}, {7, 13, 100}, {1, 3, 257}, {16, 17, 31}};
-    for (int f = 0; f < 4; f++)
+    for (int f = 0; f < 5; f++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int at = 0; at < 3; at++)
                 for (int ct = 0; ct < 3; ct++) {
