@@ -100,6 +100,7 @@ static int run_format(qmm_context *ctx, qmm_context *ref, const run_options *o, 
     double t0 = tool_now();
     st = qmm_quantize(QMM_RECIPE_DEFAULT, QMM_DTYPE_BF16, w_bf16, o->k, &w);
     row->quantize_s = tool_now() - t0;
+    if (st == QMM_OK) st = qmm_weight_prepare(ctx, &w); /* uploads on CUDA; nothing on host backends */
     float *c = malloc(mn * sizeof(float)), *c_ref = malloc(mn * sizeof(float));
     if (st == QMM_OK && (!c || !c_ref)) st = QMM_ERR_OUT_OF_MEMORY;
     if (st == QMM_OK) st = run_time_matmul(ctx, o, a_buf, &w, c_buf, &row->matmul_s);
@@ -111,7 +112,9 @@ static int run_format(qmm_context *ctx, qmm_context *ref, const run_options *o, 
         if (b == QMM_BACKEND_REFERENCE) {
             row->err_ref = 0.0; /* this run is the reference */
         } else {
-            st = qmm_matmul(ref, o->m, QMM_DTYPE_BF16, a_host, o->k, &w, QMM_DTYPE_FP32, c_ref, o->n, NULL);
+            qmm_weight host = w;
+            host.prepared = NULL; /* the reference reads the canonical host buffers */
+            st = qmm_matmul(ref, o->m, QMM_DTYPE_BF16, a_host, o->k, &host, QMM_DTYPE_FP32, c_ref, o->n, NULL);
             row->err_ref = tool_rel_error_f32(c, c_ref, mn);
         }
     }

@@ -3,5 +3,6 @@
 #define QMM_TOOLS_COMMANDS_H
 
 int cmd_run(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

@@ -42,3 +42,18 @@ double tool_rel_error_f32(const float *x, const float *y, size_t count);
 void tool_exact_product(const uint16_t *a, const uint16_t *w, size_t m, size_t n, size_t k, double *c);
 
 #endif
+
+/* A weight of `format` filled with random valid codes and scales (no quantization pass, so large
+ * benchmark weights are made in milliseconds): E2M1 / E4M3 codes uniform (E4M3 NaN codes excluded),
+ * block scales in a moderate range, tensor and channel scales that keep products near 1. */
+int tool_random_weight(qmm_weight *w, qmm_format format, size_t n, size_t k, uint64_t seed);
+
+/* A weight that shares another's buffers: rows [r0, r0 + rows). */
+qmm_weight tool_weight_rows(const qmm_weight *w, size_t r0, size_t rows);
+
+/* out[rows x n] = the reference backend's fp32 product of bf16 rows `a` (rows x k) with w, computed on
+ * `threads` threads, each on a slice of w's rows. Returns the status. */
+qmm_status tool_reference_product(const qmm_weight *w, const uint16_t *a, size_t rows, float *out, int threads);
+
+/* Online CPUs (at least 1). */
+int tool_cpu_count(void);

@@ -13,6 +13,7 @@ typedef struct tool_command {
 
 static const tool_command commands[] = {
     {"run", cmd_run, "quantize a default weight in every format, multiply it, print speed and error"},
+    {"bench", cmd_bench, "time matmul per format, shape and M against dense bf16 and the bandwidth"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,388 @@
+/* qmm bench: time qmm_matmul per format, shape and M against the dense bf16 path (cuBLAS bf16 on CUDA)
+ * and the machine's bandwidth, all measured in this process.
+ *
+ * Method (METHOD.md of the project's GPU notes, and the brief's benchmark rules):
+ * - weights are random valid codes and scales (tool_random_weight); each weight is copied until the
+ *   copies exceed --rotate-mb (default 256 MB, several times a 50-60 MB GPU L2 or a 32 MB CPU L3) and
+ *   the timed calls cycle through the copies, so every call reads its weight from memory;
+ * - A has `probe` distinct random rows repeated down its M rows, so every output row can be checked
+ *   against the reference backend's product of those rows (computed once per format and shape, on all
+ *   cores); the check runs before timing and a failure is reported and sets the exit code;
+ * - warm-up calls first; then batches of calls between two synchronisations (enough calls to take
+ *   ~20 ms, so launch gaps are hidden), 7 batches, median time per call;
+ * - the dense bf16 path on the same shape and M is timed the same way in the same run.
+ * Everything goes through the public API (qmm_buffer_*, qmm_context_synchronize). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "common.h"
+
+#define BENCH_MAX_LIST 32
+#define BENCH_PROBE_ROWS 3
+
+typedef struct bench_options {
+    qmm_backend backend;
+    qmm_format formats[8];
+    int format_count;
+    size_t shapes[BENCH_MAX_LIST][2];
+    int shape_count;
+    size_t ms[BENCH_MAX_LIST];
+    int m_count;
+    qmm_path path;
+    qmm_dtype out_type;
+    int json, threads, reps;
+    double rotate_mb, batch_ms;
+} bench_options;
+
+static void bench_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: qmm bench [options]\n\n"
+            "Times qmm_matmul per format, shape (N:K) and batch M against the dense bf16 path (cuBLAS bf16\n"
+            "on CUDA) and the memory bandwidth, measured in the same run. Results are checked against the\n"
+            "reference backend before timing.\n\n"
+            "options:\n"
+            "  --backend NAME      auto (default), cpu, cuda, reference\n"
+            "  --format LIST       nvfp4,mxfp4,fp8_tensor,fp8_channel (default: those four)\n"
+            "  --shapes N:K,...    default 4096:14336,14336:4096,6144:18432,28672:8192,8192:28672\n"
+            "  --m LIST            default 1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192\n"
+            "  --path NAME         force a path: gemv, fused, materialize (default: the dispatcher's)\n"
+            "  --out TYPE          output type bf16 (default), fp16, fp32\n"
+            "  --threads T         CPU worker threads (default: online cores)\n"
+            "  --rotate-mb MB      weight copies cycled per timing (default 256)\n"
+            "  --reps R            timed batches, median reported (default 7)\n"
+            "  --json              one JSON object per line instead of the table\n"
+            "  --help              this text\n");
+}
+
+static int bench_parse_formats(const char *s, bench_options *o)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    o->format_count = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (o->format_count == 8 || qmm_format_from_name(tok, &o->formats[o->format_count]) != QMM_OK) return -1;
+        o->format_count++;
+    }
+    return o->format_count > 0 ? 0 : -1;
+}
+
+static int bench_parse_shapes(const char *s, bench_options *o)
+{
+    o->shape_count = 0;
+    while (*s) {
+        char *end;
+        unsigned long long n = strtoull(s, &end, 10), k;
+        if (end == s || *end != ':' || n == 0) return -1;
+        s = end + 1;
+        k = strtoull(s, &end, 10);
+        if (end == s || k == 0 || o->shape_count == BENCH_MAX_LIST) return -1;
+        o->shapes[o->shape_count][0] = (size_t)n;
+        o->shapes[o->shape_count][1] = (size_t)k;
+        o->shape_count++;
+        s = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return -1;
+    }
+    return o->shape_count > 0 ? 0 : -1;
+}
+
+static int bench_parse(int argc, char **argv, bench_options *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *opt = argv[i];
+        if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
+            bench_usage(stdout);
+            exit(0);
+        }
+        if (strcmp(opt, "--json") == 0) {
+            o->json = 1;
+            continue;
+        }
+        if (i + 1 >= argc) return fprintf(stderr, "qmm bench: unknown option or missing value '%s'\n", opt), -1;
+        const char *v = argv[++i];
+        size_t one;
+        int ok = 1;
+        if (strcmp(opt, "--backend") == 0) ok = qmm_backend_from_name(v, &o->backend) == QMM_OK;
+        else if (strcmp(opt, "--format") == 0) ok = bench_parse_formats(v, o) == 0;
+        else if (strcmp(opt, "--shapes") == 0) ok = bench_parse_shapes(v, o) == 0;
+        else if (strcmp(opt, "--m") == 0) ok = (o->m_count = tool_parse_sizes(v, o->ms, BENCH_MAX_LIST)) > 0;
+        else if (strcmp(opt, "--path") == 0) ok = qmm_path_from_name(v, &o->path) == QMM_OK;
+        else if (strcmp(opt, "--out") == 0) {
+            o->out_type = strcmp(v, "bf16") == 0 ? QMM_DTYPE_BF16 : strcmp(v, "fp16") == 0 ? QMM_DTYPE_FP16
+                          : strcmp(v, "fp32") == 0 ? QMM_DTYPE_FP32 : (qmm_dtype)0;
+            ok = o->out_type != 0;
+        } else if (strcmp(opt, "--threads") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->threads = (int)one;
+        else if (strcmp(opt, "--reps") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->reps = (int)one;
+        else if (strcmp(opt, "--rotate-mb") == 0) ok = (o->rotate_mb = atof(v)) > 0;
+        else ok = 0;
+        if (!ok) return fprintf(stderr, "qmm bench: bad option '%s %s'\n", opt, v), -1;
+    }
+    return 0;
+}
+
+/* A weight and its rotation copies, prepared on the context. */
+typedef struct bench_weight {
+    qmm_weight *copies;
+    int count;
+    size_t bytes; /* data + block scales (+ channel scales) of one copy */
+} bench_weight;
+
+static void bench_weight_free(bench_weight *b)
+{
+    for (int i = 0; i < b->count; i++) {
+        qmm_weight_unprepare(&b->copies[i]);
+        if (i == 0) qmm_weight_free(&b->copies[0]);
+        else free(b->copies[i].data), free(b->copies[i].block_scales), free(b->copies[i].channel_scales);
+    }
+    free(b->copies);
+    memset(b, 0, sizeof *b);
+}
+
+static qmm_status bench_weight_make(qmm_context *ctx, qmm_format f, size_t n, size_t k, double rotate_mb, bench_weight *b)
+{
+    memset(b, 0, sizeof *b);
+    qmm_weight w;
+    if (tool_random_weight(&w, f, n, k, 1000 + (uint64_t)f) != 0) return QMM_ERR_OUT_OF_MEMORY;
+    b->bytes = w.data_bytes + w.block_scale_bytes + w.channel_scale_count * sizeof(float);
+    int count = (int)ceil(rotate_mb * 1048576.0 / (double)b->bytes);
+    if (count < 2) count = 2;
+    b->copies = calloc((size_t)count, sizeof *b->copies);
+    if (!b->copies) return qmm_weight_free(&w), QMM_ERR_OUT_OF_MEMORY;
+    b->copies[0] = w;
+    b->count = 1;
+    for (int i = 1; i < count; i++) {
+        qmm_weight c = w;
+        c.data = malloc(w.data_bytes);
+        c.block_scales = w.block_scale_bytes ? malloc(w.block_scale_bytes) : NULL;
+        c.channel_scales = w.channel_scale_count ? malloc(w.channel_scale_count * sizeof(float)) : NULL;
+        if (!c.data || (w.block_scale_bytes && !c.block_scales) || (w.channel_scale_count && !c.channel_scales)) {
+            free(c.data), free(c.block_scales), free(c.channel_scales);
+            bench_weight_free(b);
+            return QMM_ERR_OUT_OF_MEMORY;
+        }
+        memcpy(c.data, w.data, w.data_bytes);
+        if (c.block_scales) memcpy(c.block_scales, w.block_scales, w.block_scale_bytes);
+        if (c.channel_scales) memcpy(c.channel_scales, w.channel_scales, w.channel_scale_count * sizeof(float));
+        b->copies[b->count++] = c;
+    }
+    for (int i = 0; i < b->count; i++) {
+        qmm_status st = qmm_weight_prepare(ctx, &b->copies[i]);
+        if (st != QMM_OK) {
+            bench_weight_free(b);
+            return st;
+        }
+    }
+    return QMM_OK;
+}
+
+typedef struct bench_run {
+    double us, rel_err;
+    qmm_path path;
+    qmm_status status;
+} bench_run;
+
+static size_t bench_elem(qmm_dtype t) { return t == QMM_DTYPE_FP32 ? 4 : 2; }
+
+/* Relative Frobenius error of C (out_type, m x n) against the reference rows repeated down M. */
+static double bench_check(const void *c, qmm_dtype t, size_t m, size_t n, const float *ref)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            size_t idx = i * n + j;
+            double got = t == QMM_DTYPE_FP32 ? ((const float *)c)[idx]
+                         : t == QMM_DTYPE_BF16 ? qmm_bf16_to_fp32(((const uint16_t *)c)[idx])
+                                               : qmm_fp16_to_fp32(((const uint16_t *)c)[idx]);
+            double want = ref[(i % BENCH_PROBE_ROWS) * n + j];
+            if (isnan(got)) return INFINITY;
+            num += (got - want) * (got - want);
+            den += want * want;
+        }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static bench_run bench_time(qmm_context *ctx, const bench_options *o, bench_weight *bw, size_t m, const void *a_buf,
+                            void *c_buf, void *c_host, const float *ref)
+{
+    bench_run r = {0};
+    const size_t n = bw->copies[0].n, k = bw->copies[0].k;
+    qmm_matmul_plan(ctx, m, &bw->copies[0], &r.path);
+    /* correctness first, with C poisoned */
+    memset(c_host, 0xff, m * n * bench_elem(o->out_type));
+    r.status = qmm_buffer_write(ctx, c_buf, c_host, m * n * bench_elem(o->out_type));
+    if (r.status == QMM_OK) r.status = qmm_matmul(ctx, m, QMM_DTYPE_BF16, a_buf, k, &bw->copies[0], o->out_type, c_buf, n, NULL);
+    if (r.status == QMM_OK) r.status = qmm_buffer_read(ctx, c_host, c_buf, m * n * bench_elem(o->out_type));
+    if (r.status != QMM_OK) return r;
+    r.rel_err = ref ? bench_check(c_host, o->out_type, m, n, ref) : 0.0;
+    /* warm-up, and the size of a batch */
+    int next = 0;
+    double t0 = tool_now();
+    for (int i = 0; i < 3 && r.status == QMM_OK; i++)
+        r.status = qmm_matmul(ctx, m, QMM_DTYPE_BF16, a_buf, k, &bw->copies[next++ % bw->count], o->out_type, c_buf, n, NULL);
+    if (r.status == QMM_OK) r.status = qmm_context_synchronize(ctx);
+    if (r.status != QMM_OK) return r;
+    double per = (tool_now() - t0) / 3;
+    int batch = (int)(o->batch_ms * 1e-3 / (per > 1e-7 ? per : 1e-7));
+    batch = batch < 1 ? 1 : batch > 2000 ? 2000 : batch;
+    double times[64];
+    int reps = o->reps > 64 ? 64 : o->reps;
+    for (int rep = 0; rep < reps && r.status == QMM_OK; rep++) {
+        t0 = tool_now();
+        for (int i = 0; i < batch && r.status == QMM_OK; i++)
+            r.status = qmm_matmul(ctx, m, QMM_DTYPE_BF16, a_buf, k, &bw->copies[next++ % bw->count], o->out_type, c_buf, n, NULL);
+        if (r.status == QMM_OK) r.status = qmm_context_synchronize(ctx);
+        times[rep] = (tool_now() - t0) / batch;
+    }
+    r.us = tool_median(times, reps) * 1e6;
+    return r;
+}
+
+static void bench_print_header(const bench_options *o, qmm_context *ctx, const qmm_machine_rates *rates)
+{
+    if (o->json) return;
+    printf("qmm %s bench: %s\n", qmm_version(), qmm_context_describe(ctx));
+    printf("measured: copy/read bandwidth %.1f GB/s", rates->copy_gbps);
+    if (rates->fp32_gflops > 0) printf(", fp32 FMA peak %.0f GFLOP/s", rates->fp32_gflops);
+    if (rates->bf16_gflops > 0) printf(", bf16 dot peak %.0f GFLOP/s", rates->bf16_gflops);
+    printf("\noutput %s; weights rotated over >= %.0f MB; median of %d batches\n\n", qmm_dtype_name(o->out_type),
+           o->rotate_mb, o->reps);
+    printf("%-12s %-11s %6s %6s %6s %10s %9s %6s %9s %6s %10s %8s %9s\n", "format", "path", "M", "N", "K", "us", "GB/s",
+           "%bw", "TFLOP/s", "%peak", "dense_us", "speedup", "rel_err");
+    fflush(stdout);
+}
+
+static void bench_print_row(const bench_options *o, qmm_context *ctx, const qmm_machine_rates *rates, qmm_format f,
+                            const bench_run *r, size_t m, size_t n, size_t k, size_t bytes, double dense_us)
+{
+    qmm_format_traits t;
+    qmm_format_get_traits(f, &t);
+    qmm_backend b;
+    qmm_context_get_backend(ctx, &b);
+    double gbps = (double)bytes / (r->us * 1e-6) * 1e-9;
+    double tflops = 2.0 * (double)m * (double)n * (double)k / (r->us * 1e-6) * 1e-12;
+    double peak = rates->bf16_gflops > 0 ? rates->bf16_gflops : rates->fp32_gflops;
+    double pct_peak = peak > 0 ? 100.0 * tflops * 1e3 / peak : 0.0;
+    double speedup = dense_us > 0 ? dense_us / r->us : 0.0;
+    double pct_bw = rates->copy_gbps > 0 ? 100.0 * gbps / rates->copy_gbps : 0.0;
+    if (o->json) {
+        printf("{\"backend\":\"%s\",\"device\":\"%s\",\"format\":\"%s\",\"path\":\"%s\",\"M\":%zu,\"N\":%zu,\"K\":%zu,"
+               "\"us\":%.3f,\"weight_bytes\":%zu,\"gbps\":%.2f,\"pct_bw\":%.1f,\"copy_gbps\":%.1f,\"tflops\":%.4f,"
+               "\"pct_peak\":%.1f,\"dense_us\":%.3f,\"speedup_vs_dense\":%.3f,\"rel_err\":%.3e,\"out\":\"%s\"}\n",
+               qmm_backend_name(b), qmm_context_describe(ctx), t.name, qmm_path_name(r->path), m, n, k, r->us, bytes, gbps,
+               pct_bw, rates->copy_gbps, tflops, pct_peak, dense_us, speedup, r->rel_err, qmm_dtype_name(o->out_type));
+    } else {
+        char pk[16] = "-";
+        if (peak > 0) snprintf(pk, sizeof pk, "%.1f", pct_peak);
+        printf("%-12s %-11s %6zu %6zu %6zu %10.2f %9.1f %6.1f %9.3f %6s %10.2f %8.2f %9.2e\n", t.name,
+               qmm_path_name(r->path), m, n, k, r->us, gbps, pct_bw, tflops, pk, dense_us, speedup, r->rel_err);
+    }
+    fflush(stdout);
+}
+
+/* Tolerance of the pre-timing check: the output type's rounding plus fp32 accumulation. */
+static double bench_tolerance(qmm_dtype t) { return t == QMM_DTYPE_BF16 ? 1e-2 : t == QMM_DTYPE_FP16 ? 2e-3 : 1e-4; }
+
+static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machine_rates *rates, size_t n, size_t k)
+{
+    size_t max_m = 0;
+    for (int i = 0; i < o->m_count; i++) max_m = o->ms[i] > max_m ? o->ms[i] : max_m;
+    uint16_t *probe = malloc(BENCH_PROBE_ROWS * k * 2), *a = malloc(max_m * k * 2);
+    void *c_host = malloc(max_m * n * 4), *a_buf = NULL, *c_buf = NULL;
+    float *ref = malloc(BENCH_PROBE_ROWS * n * sizeof(float));
+    int failures = 0;
+    qmm_status st = (probe && a && c_host && ref) ? QMM_OK : QMM_ERR_OUT_OF_MEMORY;
+    if (st == QMM_OK) {
+        tool_random_bf16(probe, BENCH_PROBE_ROWS * k, 77);
+        for (size_t i = 0; i < max_m; i++) memcpy(a + i * k, probe + (i % BENCH_PROBE_ROWS) * k, k * 2);
+        st = qmm_buffer_alloc(ctx, max_m * k * 2, &a_buf);
+    }
+    if (st == QMM_OK) st = qmm_buffer_alloc(ctx, max_m * n * 4, &c_buf);
+    if (st == QMM_OK) st = qmm_buffer_write(ctx, a_buf, a, max_m * k * 2);
+    bench_weight dense = {0};
+    if (st == QMM_OK) st = bench_weight_make(ctx, QMM_FORMAT_BF16, n, k, o->rotate_mb, &dense);
+    double *dense_us = calloc((size_t)o->m_count, sizeof(double));
+    /* the dense bf16 path for every M first (its check runs against its own reference) */
+    if (st == QMM_OK) st = tool_reference_product(&dense.copies[0], probe, BENCH_PROBE_ROWS, ref, tool_cpu_count());
+    qmm_path forced = o->path;
+    for (int mi = 0; mi < o->m_count && st == QMM_OK; mi++) {
+        qmm_context_set_path(ctx, QMM_PATH_AUTO); /* the dense path is the backend's own choice */
+        bench_run r = bench_time(ctx, o, &dense, o->ms[mi], a_buf, c_buf, c_host, ref);
+        st = r.status;
+        dense_us[mi] = r.us;
+        if (st == QMM_OK && r.rel_err > bench_tolerance(o->out_type)) {
+            fprintf(stderr, "qmm bench: CHECK FAILED: bf16 M=%zu N=%zu K=%zu rel_err %.3e\n", o->ms[mi], n, k, r.rel_err);
+            failures++;
+        }
+        if (st == QMM_OK) bench_print_row(o, ctx, rates, QMM_FORMAT_BF16, &r, o->ms[mi], n, k, dense.bytes, r.us);
+    }
+    bench_weight_free(&dense);
+    for (int fi = 0; fi < o->format_count && st == QMM_OK; fi++) {
+        bench_weight bw;
+        st = bench_weight_make(ctx, o->formats[fi], n, k, o->rotate_mb, &bw);
+        if (st != QMM_OK) break;
+        st = tool_reference_product(&bw.copies[0], probe, BENCH_PROBE_ROWS, ref, tool_cpu_count());
+        if (forced != QMM_PATH_AUTO && st == QMM_OK) st = qmm_context_set_path(ctx, forced);
+        for (int mi = 0; mi < o->m_count && st == QMM_OK; mi++) {
+            bench_run r = bench_time(ctx, o, &bw, o->ms[mi], a_buf, c_buf, c_host, ref);
+            st = r.status;
+            if (st == QMM_OK && r.rel_err > bench_tolerance(o->out_type)) {
+                qmm_format_traits t;
+                qmm_format_get_traits(o->formats[fi], &t);
+                fprintf(stderr, "qmm bench: CHECK FAILED: %s %s M=%zu N=%zu K=%zu rel_err %.3e\n", t.name,
+                        qmm_path_name(r.path), o->ms[mi], n, k, r.rel_err);
+                failures++;
+            }
+            if (st == QMM_OK) bench_print_row(o, ctx, rates, o->formats[fi], &r, o->ms[mi], n, k, bw.bytes, dense_us[mi]);
+        }
+        qmm_context_set_path(ctx, QMM_PATH_AUTO);
+        bench_weight_free(&bw);
+    }
+    qmm_buffer_free(ctx, a_buf);
+    qmm_buffer_free(ctx, c_buf);
+    free(dense_us), free(probe), free(a), free(c_host), free(ref);
+    if (st != QMM_OK) return tool_report("bench", st);
+    return failures ? 1 : 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    bench_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = QMM_BACKEND_AUTO;
+    o.out_type = QMM_DTYPE_BF16;
+    o.reps = 7;
+    o.rotate_mb = 256;
+    o.batch_ms = 20;
+    bench_parse_formats("nvfp4,mxfp4,fp8_tensor,fp8_channel", &o);
+    bench_parse_shapes("4096:14336,14336:4096,6144:18432,28672:8192,8192:28672", &o);
+    o.m_count = tool_parse_sizes("1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192", o.ms, BENCH_MAX_LIST);
+    if (bench_parse(argc, argv, &o) != 0) {
+        bench_usage(stderr);
+        return 2;
+    }
+    qmm_context_options opts;
+    qmm_context_options_init(&opts);
+    opts.backend = o.backend;
+    opts.num_threads = o.threads;
+    qmm_context *ctx;
+    qmm_status st = qmm_context_create(&opts, &ctx);
+    if (st != QMM_OK) return tool_report("bench", st);
+    if (o.path != QMM_PATH_AUTO && (st = qmm_context_set_path(ctx, o.path)) != QMM_OK) {
+        qmm_context_destroy(ctx);
+        return tool_report("bench", st);
+    }
+    qmm_machine_rates rates;
+    st = qmm_context_measure_rates(ctx, 0, &rates);
+    if (st != QMM_OK) {
+        qmm_context_destroy(ctx);
+        return tool_report("bench", st);
+    }
+    bench_print_header(&o, ctx, &rates);
+    int rc = 0;
+    for (int s = 0; s < o.shape_count; s++) rc |= bench_shape(ctx, &o, &rates, o.shapes[s][0], o.shapes[s][1]);
+    qmm_context_destroy(ctx);
+    return rc;
+}
