@@ -269,7 +269,9 @@ QMM_API qmm_status qmm_recipe_from_name(const char *name, qmm_recipe *out);
 /* Quantizes the n x k matrix `src` (src_type FP32, BF16 or FP16; row r starts at element r * src_stride)
  * into *dst with `recipe`, bit-exactly as the recipe's producer does (DESIGN.md):
  *   NVFP4 modelopt: s2 = amax / 2688; per 16-block sb = E4M3(clamp(amax_b / (6 * s2), 2^-9, 448)),
- *     1.0 for an all-zero block; q = E2M1(x / (sb * s2)), sign from x < 0. All arithmetic in fp32.
+ *     1.0 for an all-zero block; q = E2M1(x / (sb * s2)) with the sign taken as q < 0 (so -0.0, and a
+ *     negative x whose quotient underflows to -0.0, encode as +0, as modelopt's _cast_fp4 does). All
+ *     arithmetic in fp32.
  *     Where amax / 2688 is 0 (an all-zero weight, or amax below 2688 * 2^-149), s2 = 1 is used.
  *   MXFP4 floor / rceil: per 32-block an E8M0 scale 2^e; q = E2M1(x * 2^-e); an all-zero block gets
  *     the smallest scale (code 0).
@@ -293,7 +295,10 @@ QMM_API qmm_status qmm_quantize(qmm_recipe recipe, qmm_dtype src_type, const voi
 /* Writes the n x k weight as dst_type (FP32 or BF16) into dst, row r at element r * dst_stride.
  * Each value is the exact product element * block_scale * (tensor or channel scale) rounded once to
  * dst_type. With QMM_DEQUANT_UNSCALED the tensor / channel scale is left out; those values are exact
- * in both types (every path of every backend multiplies exactly these bf16 values).
+ * in both types whenever they lie in the types' range, which NVFP4, FP8 and BF16 values always do and
+ * MXFP4 values do unless element * 2^e passes 2^128 (possible only for block scales near 2^127, e.g. an
+ * rceil scale of 2^126 with an element of 4 or 6): such values become infinities, in every backend.
+ * Every path of every backend multiplies exactly these bf16 values.
  * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM, QMM_ERR_INVALID_STRIDE, QMM_ERR_INVALID_ARGUMENT
  * (unknown flag), QMM_ERR_UNSUPPORTED (dst_type, or a non-canonical layout), and those of
  * qmm_weight_validate(). */

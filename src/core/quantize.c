@@ -45,7 +45,7 @@ static void qmm__store_nibble(uint8_t *row, size_t c, uint8_t code)
 }
 
 /* NVFP4, modelopt: s2 = amax / (6 * 448); sb = E4M3(clamp(amax_b / (6 * s2), 2^-9, 448)) with 1.0 for a
- * zero block; q = E2M1(x / (sb * s2)) with the sign taken as x < 0. */
+ * zero block; q = E2M1(x / (sb * s2)) with the sign taken as q < 0. */
 static void qmm__quantize_nvfp4(const float *row, size_t k, float s2, uint8_t *out, uint8_t *scales)
 {
     const float six_s2 = 6.0f * s2;
@@ -59,8 +59,10 @@ static void qmm__quantize_nvfp4(const float *row, size_t k, float s2, uint8_t *o
         const float scale = qmm__e4m3_to_fp32(code) * s2;
         for (size_t i = 0; i < len; i++) {
             float x = row[b0 + i];
+            /* modelopt's _cast_fp4 takes the sign from the scaled value: q < 0. A negative x whose
+             * quotient underflows to -0.0 therefore encodes as +0, like -0.0 itself. */
             float q = x / scale;
-            uint8_t c = (uint8_t)(qmm__e2m1_magnitude_code(fabsf(q)) | (x < 0.0f ? 8u : 0u));
+            uint8_t c = (uint8_t)(qmm__e2m1_magnitude_code(fabsf(q)) | (q < 0.0f ? 8u : 0u));
             qmm__store_nibble(out, b0 + i, c);
         }
     }

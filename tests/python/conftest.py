@@ -10,7 +10,6 @@ carries the seed.
 """
 
 import ctypes
-import math
 import os
 import zlib
 
@@ -38,8 +37,6 @@ RECIPES = {"default": 0, "modelopt": 1, "floor": 2, "rceil": 3, "amax": 4}
 SCALE_LAYOUT_CANONICAL = 0
 DEQUANT_UNSCALED = 1
 
-BLOCK_SIZE = {"nvfp4": 16, "mxfp4": 32, "fp8_tensor": 0, "fp8_channel": 0}
-ELEMENT_BITS = {"nvfp4": 4, "mxfp4": 4, "fp8_tensor": 8, "fp8_channel": 8}
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FP16 = np.dtype(np.float16)
@@ -238,7 +235,7 @@ class Qmm:
             raise AssertionError(f"qmm_weight_size_query({fmt}, {n}, {k}): {self.describe(st)}")
         return out
 
-    def make_weight(self, fmt, n, k, poison=0xA5, channel_poison=-7.25, tensor_scale=None):
+    def make_weight(self, fmt, n, k, poison=0xA5, channel_poison=-7.25):
         """qmm_weight_init plus numpy buffers of exactly the queried sizes, filled with poison."""
         size = self.size_query(fmt, n, k)
         w = QmmWeight()
@@ -258,14 +255,14 @@ class Qmm:
             channel_scales = np.full(size.channel_scale_count, channel_poison, dtype=np.float32)
             w.channel_scales = _f32p(channel_scales)
             w.channel_scale_count = size.channel_scale_count
-        if tensor_scale is not None:
-            w.tensor_scale = tensor_scale
         return w, size, data, block_scales, channel_scales
 
     def quantize(self, fmt, src, recipe="default", stride=None, pad_value=np.nan, poison=0xA5,
-                 tensor_scale_poison=None, channel_poison=-7.25):
+                 tensor_scale_bits=None, channel_poison=-7.25):
         """qmm_quantize of the 2-D array src (float32, bfloat16 or float16), rows `stride` elements
-        apart (default K); the elements between K and the stride hold pad_value."""
+        apart (default K); the elements between K and the stride hold pad_value. The output buffers
+        start filled with `poison` (block scales with poison ^ 0xFF, channel scales with
+        channel_poison) and, when tensor_scale_bits is given, tensor_scale holds those 32 bits."""
         src = np.asarray(src)
         assert src.ndim == 2
         n, k = src.shape
@@ -274,8 +271,9 @@ class Qmm:
         if stride > k:
             buf[:, k:] = np.asarray(pad_value, dtype=np.float32).astype(src.dtype)
         buf[:, :k] = src
-        w, size, data, bs, cs = self.make_weight(fmt, n, k, poison=poison, channel_poison=channel_poison,
-                                                 tensor_scale=tensor_scale_poison)
+        w, size, data, bs, cs = self.make_weight(fmt, n, k, poison=poison, channel_poison=channel_poison)
+        if tensor_scale_bits is not None:
+            set_weight_tensor_scale_bits(w, tensor_scale_bits)
         st = self.lib.qmm_quantize(RECIPES[recipe], np_to_qmm_dtype(src.dtype), buf.ctypes.data_as(ctypes.c_void_p),
                                    stride, ctypes.byref(w))
         err = self.last_error() if st != QMM_OK else ""
@@ -300,24 +298,46 @@ class Qmm:
         return st, out
 
 
+class LibraryNotLoaded(Exception):
+    pass
+
+
+_LIBRARY = None
+
+
 def _load_library():
+    global _LIBRARY
+    if _LIBRARY is not None:
+        return _LIBRARY
     path = os.environ.get("QMM_LIBRARY")
     if not path:
-        pytest.fail("QMM_LIBRARY is not set: point it at libqmm.so "
-                    "(e.g. QMM_LIBRARY=build/libqmm.so python -m pytest tests/python)", pytrace=False)
+        raise LibraryNotLoaded("QMM_LIBRARY is not set: point it at libqmm.so "
+                               "(e.g. QMM_LIBRARY=build/libqmm.so python -m pytest tests/python)")
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
-        pytest.fail(f"QMM_LIBRARY={path!r} does not load: {e}", pytrace=False)
+        raise LibraryNotLoaded(f"QMM_LIBRARY={path!r} does not load: {e}") from e
     try:
-        return Qmm(lib, path)
+        _LIBRARY = Qmm(lib, path)
     except AttributeError as e:
-        pytest.fail(f"QMM_LIBRARY={path!r} lacks a qmm symbol: {e}", pytrace=False)
+        raise LibraryNotLoaded(f"QMM_LIBRARY={path!r} lacks a qmm symbol: {e}") from e
+    return _LIBRARY
+
+
+def pytest_sessionstart(session):
+    # Not a skip: without the library the suite fails at once, with the reason (exit status 1).
+    try:
+        _load_library()
+    except LibraryNotLoaded as e:
+        pytest.exit(f"qmm tests cannot run: {e}", returncode=1)
 
 
 @pytest.fixture(scope="session")
 def qmm():
-    return _load_library()
+    try:
+        return _load_library()
+    except LibraryNotLoaded as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -366,8 +386,10 @@ def pack_e2m1(codes):
 
 
 def f64_to_f32_bits(v):
-    """float64 -> float32 rounded once to nearest even (numpy's cast is a single IEEE rounding)."""
-    return np.asarray(v, dtype=np.float64).astype(np.float32).view(np.uint32)
+    """float64 -> float32 rounded once to nearest even (numpy's cast is a single IEEE rounding;
+    overflow gives infinity)."""
+    with np.errstate(over="ignore"):
+        return np.asarray(v, dtype=np.float64).astype(np.float32).view(np.uint32)
 
 
 def f64_to_bf16_bits(v):

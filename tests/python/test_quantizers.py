@@ -4,10 +4,13 @@ The oracles below are written from the recipe definitions (DESIGN.md, qmm.h, and
 name), not from qmm's C code:
 
 NVFP4, as TensorRT Model Optimizer's NVFP4QTensor does it, all arithmetic in float32 in this order:
-    s2 = amax(|W|) / 2688                       (0 -> qmm uses s2 = 1 and every block is an all-zero block)
+    s2 = amax(|W|) / 2688                       (if that is 0, qmm uses s2 = 1)
     per 16-block:  sb = amax_b / (6 * s2);  sb[sb == 0] = 1;  clamp to [2^-9, 448];  E4M3 (RNE)
-    scale = fp32(sb_e4m3) * s2;  q = x / scale
-    code = modelopt's _cast_fp4(q): sign bit (q < 0), searchsorted on the E2M1 bounds, round-half-even
+    scale = fp32(sb_e4m3) * s2;  q = x / scale  (fp32; a scale that underflows to 0 gives +-inf / NaN)
+    code = modelopt's _cast_fp4(q): sign bit (q < 0), searchsorted on the E2M1 bounds (NaN sorts past
+    every bound), +1 on the odd-index bounds, i.e. round-half-even. The sign is that of q, the scaled
+    value, as in modelopt's NVFP4QTensor.quantize (it calls _cast_fp4 on input / scale): a negative x
+    whose quotient underflows to -0.0 encodes as +0.
 MXFP4 (OCP MX v1.0): per 32-block
     floor: e = floor(log2(amax_b)) - 2      rceil: e = ceil(log2(fp32(amax_b / 6)))
     computed exactly (frexp), amax 0 -> -127, clamped to [-127, 127]; scale code e + 127;
@@ -22,10 +25,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conftest import (BF16, E2M1_VALUES, FP16, FP32, QMM_ERR_INVALID_ARGUMENT, QMM_ERR_NON_FINITE,
-                      QMM_ERR_UNSUPPORTED, QMM_OK, DEQUANT_UNSCALED, SRC_DTYPES, bits_f32, e4m3_values,
-                      e8m0_values, f32_bits, f64_to_bf16_bits, f64_to_f32_bits, pack_e2m1,
-                      set_weight_tensor_scale_bits, unpack_e2m1, weight_tensor_scale_bits)
+from conftest import DTYPES as DTYPE_IDS
+from conftest import FORMATS as FORMAT_IDS
+from conftest import (DEQUANT_UNSCALED, E2M1_VALUES, QMM_ERR_INVALID_ARGUMENT, QMM_ERR_NON_FINITE,
+                      QMM_ERR_UNSUPPORTED, QMM_OK, SRC_DTYPES, bits_f32, e4m3_values, e8m0_values, f32_bits,
+                      f64_to_bf16_bits, f64_to_f32_bits, pack_e2m1, set_weight_tensor_scale_bits, unpack_e2m1)
 
 F32 = np.float32
 F32_MAX = np.finfo(np.float32).max
@@ -78,13 +82,10 @@ def oracle_nvfp4(w):
     absw = np.abs(w)
     amax = absw.max()
     s2 = F32(amax) / F32(2688.0)
-    all_zero = s2 == 0
-    if all_zero:
+    if s2 == 0:
         s2 = F32(1.0)
     amax_b = block_amax(absw, 16)
     sb = amax_b / (F32(6.0) * s2)
-    if all_zero:  # qmm.h: "If s2 is 0 ... every block is an all-zero block"
-        sb[...] = 0
     sb[sb == 0] = F32(1.0)
     sb = np.clip(sb, F32(2.0 ** -9), F32(448.0))
     assert sb.dtype == np.float32
@@ -332,7 +333,7 @@ DISTS = ["normal", "heavy", "wide_rows", "wide_elems", "bits", "sparse"]
 @pytest.mark.parametrize("dist", DISTS)
 @pytest.mark.parametrize("fmt,recipe", RECIPES, ids=RECIPE_IDS)
 def test_quantize_random(qmm, rng, seedtag, fmt, recipe, dist, src):
-    for _ in range(4):
+    for _ in range(8):
         n, k = random_shape(rng)
         check_quantize(qmm, fmt, recipe, gen_matrix(rng, dist, n, k, src), seedtag, dist)
 
@@ -454,6 +455,16 @@ def test_quantize_tiny_tensors(qmm, rng, seedtag, fmt, recipe):
         check_quantize(qmm, fmt, recipe, x, seedtag, f"tiny values up to bits 0x{hi:08x}")
 
 
+def _nudge(rng, x):
+    """Moves about a fifth of the nonzero values one fp32 ulp up or down (zeros stay: a zero nudged to
+    +-2^-149 is another test's subject)."""
+    nudge = rng.random(x.shape)
+    nz = x != 0
+    x = np.where(nz & (nudge < 0.1), np.nextafter(x, np.float32(np.inf)), x)
+    x = np.where(nz & (nudge > 0.9), np.nextafter(x, np.float32(-np.inf)), x)
+    return x.astype(np.float32)
+
+
 def _e4m3_positive_values():
     return np.arange(1, 0x7F, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)  # 2^-9 .. 448
 
@@ -505,9 +516,7 @@ def test_nvfp4_element_ties(qmm, rng, seedtag):
         vals = rng.choice(pts, size=(n, kb, 16)) * rng.choice([-1.0, 1.0], size=(n, kb, 16))
         x = (vals * scale).astype(np.float32)
         assert np.array_equal(x.astype(np.float64), vals * scale), "ties must be exact fp32 values"
-        nudge = rng.random(x.shape)
-        x = np.where(nudge < 0.1, np.nextafter(x, np.float32(np.inf)), x)
-        x = np.where(nudge > 0.9, np.nextafter(x, np.float32(-np.inf)), x)
+        x = _nudge(rng, x)
         x[:, :, 0] = (6.0 * scale[:, :, 0]).astype(np.float32)  # pins each block's amax (sb exact)
         x = x.reshape(n, kb * 16)
         k = kb * 16 - int(rng.integers(0, 16))
@@ -547,9 +556,7 @@ def test_mxfp4_element_ties(qmm, rng, seedtag, rule):
         vals = rng.choice(pts, size=(n, kb, 32)) * rng.choice([-1.0, 1.0], size=(n, kb, 32))
         x64 = vals * scale
         x = x64.astype(np.float32)
-        nudge = rng.random(x.shape)
-        x = np.where(nudge < 0.1, np.nextafter(x, np.float32(np.inf)), x)
-        x = np.where(nudge > 0.9, np.nextafter(x, np.float32(-np.inf)), x)
+        x = _nudge(rng, x)
         x[:, :, 0] = (6.0 * scale[:, :, 0]).astype(np.float32)
         x = x.reshape(n, kb * 32)
         k = kb * 32 - int(rng.integers(0, 31))
@@ -566,9 +573,7 @@ def test_fp8_element_ties(qmm, rng, seedtag, fmt):
         j = rng.integers(-100, 100, size=(n, 1)) if fmt == "fp8_channel" else np.full((n, 1), rng.integers(-100, 100))
         s = np.ldexp(1.0, j)
         x = (rng.choice(mids, size=(n, k)) * rng.choice([-1.0, 1.0], size=(n, k)) * s).astype(np.float32)
-        nudge = rng.random(x.shape)
-        x = np.where(nudge < 0.1, np.nextafter(x, np.float32(np.inf)), x)
-        x = np.where(nudge > 0.9, np.nextafter(x, np.float32(-np.inf)), x)
+        x = _nudge(rng, x)
         x[:, 0] = (448.0 * s[:, 0]).astype(np.float32)
         check_quantize(qmm, fmt, "amax", x, seedtag, "E4M3 ties")
 
@@ -599,11 +604,13 @@ _NONFINITE = {
 @pytest.mark.parametrize("src", ["fp32", "bf16", "fp16"])
 @pytest.mark.parametrize("fmt,recipe", RECIPES, ids=RECIPE_IDS)
 def test_quantize_rejects_non_finite(qmm, rng, seedtag, fmt, recipe, src):
+    """NaN or an infinity anywhere in the matrix: QMM_ERR_NON_FINITE, and every output buffer, the
+    tensor scale and the descriptor stay exactly as they were."""
     for bad in _NONFINITE[src]:
         n, k = random_shape(rng, 24)
         w = gen_matrix(rng, "normal", n, k, src)
         raw = w.view(np.uint32 if src == "fp32" else np.uint16)
-        where = rng.choice(["first", "last", "random", "many"])
+        where = str(rng.choice(["first", "last", "random", "many"]))
         if where == "first":
             raw[0, 0] = bad
         elif where == "last":
@@ -614,30 +621,24 @@ def test_quantize_rejects_non_finite(qmm, rng, seedtag, fmt, recipe, src):
             raw[rng.random((n, k)) < 0.2] = bad
             raw[rng.integers(n), rng.integers(k)] = bad
         poison = int(rng.integers(0, 256))
-        ts_bits = int(rng.integers(0, 2 ** 31))  # a finite (or NaN-free) positive poison is not needed:
+        ts_bits = int(rng.integers(0, 2 ** 32))    # any bit pattern; it must come back unchanged
         stride = None if rng.random() < 0.5 else k + int(rng.integers(1, 9))
-        # any 32-bit pattern will do for the poisoned tensor scale; it must come back unchanged
-        qr = qmm.quantize(fmt, w, recipe, stride=stride, poison=poison, channel_poison=-3.5,
-                          tensor_scale_poison=None)
-        del qr
-        w_desc = qmm.make_weight(fmt, n, k, poison=poison, channel_poison=-3.5)
-        wt, size, data, bsc, csc = w_desc
-        set_weight_tensor_scale_bits(wt, ts_bits)
-        buf = np.full((n, stride or k), np.nan, np.float32).astype(w.dtype)
-        buf[:, :k] = w
-        from conftest import FORMATS as FMT_IDS, RECIPES as REC_IDS, np_to_qmm_dtype
-        st = qmm.lib.qmm_quantize(REC_IDS[recipe], np_to_qmm_dtype(w.dtype), buf.ctypes.data_as(ctypes.c_void_p),
-                                  stride or k, ctypes.byref(wt))
+        qr = qmm.quantize(fmt, w, recipe, stride=stride, poison=poison, tensor_scale_bits=ts_bits,
+                          channel_poison=-3.5)
         tag = f"{fmt}/{recipe} src={src} bad=0x{bad:x} at {where} N={n} K={k} stride={stride} {seedtag}"
-        assert st == QMM_ERR_NON_FINITE, f"expected QMM_ERR_NON_FINITE (6), got {qmm.describe(st)} [{tag}]"
-        assert qmm.last_error() != "", f"qmm_last_error() is empty after a failure [{tag}]"
-        assert np.all(data == poison), f"data written on failure [{tag}]"
-        if bsc is not None:
-            assert np.all(bsc == poison ^ 0xFF), f"block scales written on failure [{tag}]"
-        if csc is not None:
-            assert np.all(f32_bits(csc) == f32_bits(np.float32(-3.5))), f"channel scales written on failure [{tag}]"
-        assert weight_tensor_scale_bits(wt) == ts_bits, f"tensor_scale written on failure [{tag}]"
-        assert wt.n == n and wt.k == k and wt.format == FMT_IDS[fmt], f"descriptor changed on failure [{tag}]"
+        assert qr.status == QMM_ERR_NON_FINITE, f"expected QMM_ERR_NON_FINITE (6), got {qmm.describe(qr.status)} [{tag}]"
+        assert qr.error != "", f"qmm_last_error() is empty after a failure [{tag}]"
+        assert np.all(qr.data == poison), f"data written on failure [{tag}]"
+        if qr.block_scales is not None:
+            assert np.all(qr.block_scales == poison ^ 0xFF), f"block scales written on failure [{tag}]"
+        if qr.channel_scales is not None:
+            assert np.all(f32_bits(qr.channel_scales) == f32_bits(np.float32(-3.5))), \
+                f"channel scales written on failure [{tag}]"
+        assert qr.tensor_scale_bits == ts_bits, \
+            f"tensor_scale written on failure: 0x{ts_bits:08x} -> 0x{qr.tensor_scale_bits:08x} [{tag}]"
+        wt = qr.weight
+        assert (wt.n, wt.k, wt.format, wt.scale_layout, bool(wt.prepared)) == (n, k, FORMAT_IDS[fmt], 0, False), \
+            f"descriptor changed on failure [{tag}]"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -729,7 +730,7 @@ def _craft_weight(qmm, rng, fmt, n, k):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_dequantize_crafted_weights(qmm, rng, seedtag, fmt):
-    for _ in range(6):
+    for _ in range(12):
         n, k = random_shape(rng, 64)
         qr = _craft_weight(qmm, rng, fmt, n, k)
         assert qmm.lib.qmm_weight_validate(ctypes.byref(qr.weight)) == QMM_OK, seedtag
@@ -737,15 +738,19 @@ def test_dequantize_crafted_weights(qmm, rng, seedtag, fmt):
 
 
 def _double_rounding_scales(rng, products, want):
-    """fp32 scales t for which p * t rounded once to bf16 differs from rounding it to fp32 first."""
+    """fp32 scales t for which p * t rounded once to bf16 differs from rounding it to fp32 first: t is
+    taken next to T / p for bf16 midpoints T, so that p * t lands within half an fp32 ulp of a tie."""
     found = []
     for p in products:
-        t = rng.uniform(1.0, 2.0, 400_000).astype(np.float32)
-        exact = p * t.astype(np.float64)
+        m = rng.integers(128, 256, size=4000).astype(np.float64)
+        ties = (m + 0.5) / 128.0 * np.ldexp(1.0, rng.integers(-3, 4, size=m.size))
+        t0 = (ties / p).astype(np.float32)
+        cand = np.concatenate([t0, np.nextafter(t0, np.float32(np.inf)), np.nextafter(t0, np.float32(0))])
+        exact = p * cand.astype(np.float64)
         once = f64_to_bf16_bits(exact)
         twice = f64_to_bf16_bits(exact.astype(np.float32).astype(np.float64))
-        hit = t[once != twice]
-        found.extend((p, float(s)) for s in hit[:want])
+        hit = np.unique(cand[once != twice])
+        found.extend((float(p), float(t)) for t in rng.permutation(hit)[:want])
     return found
 
 
@@ -794,20 +799,76 @@ def test_dequantize_bf16_rounds_once(qmm, rng, seedtag):
             check_dequantize(qmm, qr, seedtag, f"{fmt} double-rounding tensor scale")
 
 
+def _assert_unscaled_exact(qmm, qr, seedtag, what):
+    v = oracle_dequant_f64(qr.fmt, qr.k, qr.data, qr.block_scales, None, qr.channel_scales, True)
+    for dst in ("fp32", "bf16"):
+        st, out = qmm.dequantize(qr, dst, DEQUANT_UNSCALED)
+        assert st == QMM_OK, f"{qmm.describe(st)} {seedtag}"
+        back = out.astype(np.float64) if dst == "fp32" else out.view(ml_dtypes.bfloat16).astype(np.float64)
+        if not np.array_equal(back, v):
+            r, c = np.argwhere(back != v)[0]
+            raise AssertionError(f"{what}: unscaled {dst} value at ({r}, {c}) is {back[r, c]!r}, the exact "
+                                 f"product is {v[r, c]!r} {seedtag}")
+
+
 def test_dequantize_unscaled_values_are_exact(qmm, rng, seedtag):
     """qmm.h: without the tensor / channel scale the dequantized values of quantized weights are exact
-    in fp32 and bf16."""
+    in fp32 and bf16 (here for weights up to 1e30; see the rceil test below for the top of the range)."""
     for fmt, recipe in RECIPES:
-        for dist in ("normal", "heavy", "bits"):
+        for dist in ("normal", "heavy", "wide_rows", "wide_elems", "sparse"):
             n, k = random_shape(rng, 16)
             qr = qmm.quantize(fmt, gen_matrix(rng, dist, n, k, "fp32"), recipe)
             assert qr.status == QMM_OK, seedtag
-            v = oracle_dequant_f64(fmt, k, qr.data, qr.block_scales, None, qr.channel_scales, True)
-            for dst in ("fp32", "bf16"):
-                st, out = qmm.dequantize(qr, dst, DEQUANT_UNSCALED)
-                assert st == QMM_OK, seedtag
-                back = out.astype(np.float64) if dst == "fp32" else out.view(ml_dtypes.bfloat16).astype(np.float64)
-                assert np.array_equal(back, v), f"{fmt}/{recipe} {dist}: unscaled {dst} value not exact {seedtag}"
+            _assert_unscaled_exact(qmm, qr, seedtag, f"{fmt}/{recipe} {dist}")
+
+
+def test_mxfp4_rceil_top_of_range_overflows_to_infinity(qmm, seedtag):
+    """qmm.h: unscaled dequantized values are exact where they lie in the type's range; MXFP4 values past
+    2^128 become infinities. rceil gives a block with amax = FLT_MAX the scale 2^ceil(log2(FLT_MAX / 6))
+    = 2^126, and FLT_MAX * 2^-126 = 3.9999998 rounds to the E2M1 value 4, whose real weight 4 * 2^126 =
+    2^128 is past fp32 and bf16: it must come out as +inf (the correctly rounded value), the 1.0 next to
+    it exactly."""
+    w = bits_f32(np.array([[0x7F7FFFFF, 0x3F800000]], np.uint32))  # FLT_MAX, 1.0
+    qr, _ = check_quantize(qmm, "mxfp4", "rceil", w, seedtag, "FLT_MAX")
+    assert int(qr.block_scales[0, 0]) == 126 + 127 and int(qr.data[0, 0]) & 0xF == 0x6, seedtag
+    for dst in ("fp32", "bf16"):
+        st, out = qmm.dequantize(qr, dst, DEQUANT_UNSCALED)
+        assert st == QMM_OK, f"{qmm.describe(st)} {seedtag}"
+        back = out.astype(np.float64) if dst == "fp32" else out.view(ml_dtypes.bfloat16).astype(np.float64)
+        assert back[0, 0] == np.inf, f"{dst}: 4 * 2^126 must overflow to +inf, got {back[0, 0]!r} {seedtag}"
+        v = oracle_dequant_f64(qr.fmt, qr.k, qr.data, qr.block_scales, None, qr.channel_scales, True)
+        assert back[0, 1] == v[0, 1], f"{dst}: the in-range value must be exact {seedtag}"
+
+
+def test_nvfp4_sign_follows_the_scaled_value(qmm, seedtag):
+    """modelopt's _cast_fp4 takes the sign bit from the scaled value q = x / scale (sign_bit = q < 0). A
+    negative x so small against the block scale that q underflows to -0.0 therefore encodes as +0 (code
+    0), not -0 (code 8). Minimal case: W = [[FLT_MAX, -2^-149]] (one 16-block, K = 2): s2 = FLT_MAX / 2688,
+    block scale 0x7E (448), q = -2^-149 / (448 * s2) = -0.0 -> byte 0x07 (FLT_MAX -> 6 in the low nibble,
+    +0 in the high one)."""
+    cases = [
+        [0x7F7FFFFF, 0x80000001],                # FLT_MAX, -2^-149
+        [0x6D07B9B5, 0x99DB54A5],                # 2.6e27, -2.3e-23: block scale 0x7E, q underflows
+        [0x7F000000, 0x3F800000, 0x80000005],    # 2^127, 1.0, -5 * 2^-149
+    ]
+    for bits in cases:
+        w = bits_f32(np.array([bits], np.uint32))
+        check_quantize(qmm, "nvfp4", "modelopt", w, seedtag, f"sign of an underflowing quotient {bits}")
+
+
+def test_nvfp4_tiny_scale_follows_fp32_arithmetic(qmm, seedtag):
+    """Corners of the fp32 arithmetic that the oracle states literally: s2 = amax / 2688 is 0 (qmm then
+    uses s2 = 1, so sb = amax_b / 6 clamps to 2^-9: code 0x01), and a block scale sb * s2 that underflows
+    to 0 (x / 0: +-inf -> +-6, and 0 / 0 = NaN -> 6, as searchsorted does)."""
+    w = bits_f32(np.array([[0x00000007, 0x80000003, 0x00000000]], np.uint32))      # amax 7 * 2^-149: s2 == 0
+    qr, _ = check_quantize(qmm, "nvfp4", "modelopt", w, seedtag, "s2 == 0")
+    assert qr.tensor_scale_bits == 0x3F800000, seedtag
+    w = np.zeros((1, 32), np.float32)
+    w.view(np.uint32)[0, 0] = 2688               # amax 2688 * 2^-149: s2 = 2^-149
+    w.view(np.uint32)[0, 16] = 3                 # block 1: sb = 0.5, 0.5 * 2^-149 rounds to 0
+    w.view(np.uint32)[0, 17] = 0x80000002
+    w[0, 18] = np.float32(-0.0)
+    check_quantize(qmm, "nvfp4", "modelopt", w, seedtag, "block scale underflows")
 
 
 def test_dequantize_rejects_bad_arguments(qmm, rng, seedtag):
@@ -818,7 +879,6 @@ def test_dequantize_rejects_bad_arguments(qmm, rng, seedtag):
     assert st == QMM_ERR_INVALID_ARGUMENT, f"unknown flag: {qmm.describe(st)} {seedtag}"
     assert np.all(out.view(np.uint32) == 0xDEADBEEF), f"output written on failure {seedtag}"
     out16 = np.full((n, k), 0x1234, np.uint16)
-    from conftest import DTYPES
-    st = qmm.lib.qmm_dequantize(ctypes.byref(qr.weight), 0, DTYPES["fp16"], out16.ctypes.data_as(ctypes.c_void_p), k)
+    st = qmm.lib.qmm_dequantize(ctypes.byref(qr.weight), 0, DTYPE_IDS["fp16"], out16.ctypes.data_as(ctypes.c_void_p), k)
     assert st == QMM_ERR_UNSUPPORTED, f"fp16 output: {qmm.describe(st)} {seedtag}"
     assert np.all(out16 == 0x1234), f"output written on failure {seedtag}"
