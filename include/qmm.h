@@ -407,6 +407,15 @@ typedef struct qmm_machine_rates {
  * Takes a second or so. Errors: QMM_ERR_NULL_POINTER, QMM_ERR_OUT_OF_MEMORY, QMM_ERR_CUDA. */
 QMM_API qmm_status qmm_context_measure_rates(qmm_context *ctx, size_t bytes, qmm_machine_rates *out);
 
+/* Bytes of workspace one call with m rows of A against an n x k weight of `format` uses on `backend`,
+ * so that a context created with qmm_context_options.workspace_bytes of at least this many runs such
+ * calls in one piece. A smaller workspace makes the CUDA materialize path dequantize the weight in
+ * chunks of rows (slower for large M), or fail with QMM_ERR_WORKSPACE_TOO_SMALL when not even 16 rows
+ * fit. Host backends need none (0). The CUDA default, 256 MiB, runs every call with m * k * 4 +
+ * m * n * 4 below about 200 MiB, dequantizing weights of more than about 100 M elements in chunks.
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM, QMM_ERR_INVALID_SIZE (a size is 0). */
+QMM_API qmm_status qmm_workspace_query(qmm_backend backend, size_t m, qmm_format format, size_t n, size_t k, size_t *bytes);
+
 /* ------------------------------------------------------------------------------------------------
  * Buffers: memory a context's backend reads A, C, bias and column scales from. Device memory on the
  * CUDA backend, 64-byte aligned host memory on the others, so one program can drive any backend.

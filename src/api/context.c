@@ -121,3 +121,16 @@ const char *qmm_context_describe(const qmm_context *ctx)
 {
     return ctx ? ctx->ops->describe(ctx->state) : "(no context)";
 }
+
+qmm_status qmm_workspace_query(qmm_backend backend, size_t m, qmm_format format, size_t n, size_t k, size_t *bytes)
+{
+    static const char fn[] = "qmm_workspace_query";
+    if (!bytes) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: bytes is NULL", fn);
+    if (!qmm__backend_known(backend)) return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: unknown backend %d", fn, (int)backend);
+    qmm_weight_size s;
+    QMM__TRY(qmm_weight_size_query(format, QMM_SCALE_LAYOUT_CANONICAL, n, k, &s));
+    if (m == 0) return qmm__fail(QMM_ERR_INVALID_SIZE, "%s: m is 0", fn);
+    const qmm__backend_ops *ops = backend == QMM_BACKEND_AUTO ? qmm__choose_backend(backend) : qmm__backend_ops_of(backend);
+    *bytes = (ops && ops->workspace_need) ? ops->workspace_need(m, format, n, k) : 0;
+    return QMM_OK;
+}

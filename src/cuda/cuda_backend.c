@@ -1,0 +1,404 @@
+/* The CUDA backend: context state (device, stream, cuBLASLt, workspace), weight preparation (upload of
+ * the tile layout of README.md), the dispatcher and the two paths of issue 3: GEMV (kernels_gemv.cu)
+ * and materialize (dequantize into the workspace, then cuBLASLt with its fused epilogue). Nothing in
+ * qmm_matmul allocates, synchronizes or copies between host and device, so calls can be captured in a
+ * CUDA graph. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/backend.h"
+#include "../core/error.h"
+#include "../core/format.h"
+#include "cuda_internal.h"
+#include "dense.h"
+
+#define QMM__CUDA_DEFAULT_WORKSPACE ((size_t)256 << 20)
+#define QMM__CUDA_LT_WORKSPACE ((size_t)32 << 20) /* cuBLAS's recommendation for Hopper */
+#define QMM__CUDA_COUNTERS ((size_t)1 << 20)
+
+typedef struct qmm__cuda_state {
+    int device;
+    int sm_count;
+    cudaStream_t stream;
+    int own_stream;
+    qmm__lt lt;
+    char *workspace;
+    size_t workspace_bytes;
+    unsigned *counters; /* split-K arrival counters, zero between calls */
+    char description[384];
+} qmm__cuda_state;
+
+#define QMM__CU(call, what)                                                                                 \
+    do {                                                                                                    \
+        cudaError_t e_ = (call);                                                                            \
+        if (e_ != cudaSuccess)                                                                              \
+            return qmm__fail(QMM_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e_), cudaGetErrorName(e_)); \
+    } while (0)
+
+static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
+{
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != st->device) QMM__CU(cudaSetDevice(st->device), "cudaSetDevice");
+    return QMM_OK;
+}
+
+/* ---- the dispatcher's table ----
+ * Largest M for which the GEMV path is chosen; above it the materialize path runs. From `qmm bench
+ * --path gemv` against `--path materialize` on the default shapes (BENCHMARKS.md, CUDA section). */
+static const struct {
+    qmm__cuda_encoding enc;
+    size_t gemv_max_m;
+} qmm__cuda_thresholds[] = {
+    {QMM__ENC_NVFP4, 8},
+    {QMM__ENC_MXFP4, 8},
+    {QMM__ENC_FP8, 8},
+};
+
+static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
+{
+    (void)state;
+    const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)w->prepared;
+    for (size_t i = 0; i < sizeof qmm__cuda_thresholds / sizeof qmm__cuda_thresholds[0]; i++)
+        if (qmm__cuda_thresholds[i].enc == p->enc) return m <= qmm__cuda_thresholds[i].gemv_max_m ? QMM_PATH_GEMV : QMM_PATH_MATERIALIZE;
+    return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
+}
+
+static bool qmm__cuda_has_path(qmm_path p) { return p == QMM_PATH_GEMV || p == QMM_PATH_MATERIALIZE; }
+
+/* ---- context ---- */
+
+static qmm_status qmm__cuda_available(void)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0)
+        return qmm__fail(QMM_ERR_BACKEND_UNAVAILABLE, "cuda: no usable GPU (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return QMM_OK;
+}
+
+static void qmm__cuda_destroy(void *state)
+{
+    qmm__cuda_state *st = state;
+    if (!st) return;
+    qmm__cuda_use_device(st);
+    if (st->stream) cudaStreamSynchronize(st->stream);
+    qmm__lt_destroy(&st->lt);
+    cudaFree(st->workspace);
+    cudaFree(st->counters);
+    if (st->own_stream && st->stream) cudaStreamDestroy(st->stream);
+    free(st);
+}
+
+static qmm_status qmm__cuda_create(const qmm_context_options *o, void **out)
+{
+    QMM__TRY(qmm__cuda_available());
+    int count = 0;
+    cudaGetDeviceCount(&count);
+    if (o->cuda_device >= count)
+        return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "qmm_context_create: cuda_device %d, but %d device(s)", o->cuda_device, count);
+    qmm__cuda_state *st = calloc(1, sizeof *st);
+    if (!st) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_context_create: cuda state");
+    st->device = o->cuda_device;
+    qmm_status s = QMM_OK;
+    cudaError_t e = cudaSetDevice(st->device);
+    struct cudaDeviceProp prop;
+    if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, st->device);
+    if (e == cudaSuccess) {
+        st->sm_count = prop.multiProcessorCount;
+        if (o->cuda_stream) st->stream = (cudaStream_t)o->cuda_stream;
+        else if ((e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking)) == cudaSuccess) st->own_stream = 1;
+    }
+    st->workspace_bytes = o->workspace_bytes ? o->workspace_bytes : QMM__CUDA_DEFAULT_WORKSPACE;
+    if (e == cudaSuccess) e = cudaMalloc((void **)&st->workspace, st->workspace_bytes);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&st->counters, QMM__CUDA_COUNTERS * sizeof(unsigned));
+    if (e == cudaSuccess) e = cudaMemsetAsync(st->counters, 0, QMM__CUDA_COUNTERS * sizeof(unsigned), st->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st->stream);
+    if (e != cudaSuccess) s = qmm__fail(e == cudaErrorMemoryAllocation ? QMM_ERR_OUT_OF_MEMORY : QMM_ERR_CUDA,
+                                        "qmm_context_create (cuda): %s", cudaGetErrorString(e));
+    if (s == QMM_OK) s = qmm__lt_create(&st->lt);
+    if (s != QMM_OK) {
+        qmm__cuda_destroy(st);
+        return s;
+    }
+    snprintf(st->description, sizeof st->description, "cuda %s (sm_%d%d, %d SMs, %.0f GiB), workspace %zu MiB", prop.name,
+             prop.major, prop.minor, prop.multiProcessorCount, (double)prop.totalGlobalMem / (1u << 30),
+             st->workspace_bytes >> 20);
+    *out = st;
+    return QMM_OK;
+}
+
+static const char *qmm__cuda_describe(const void *state) { return ((const qmm__cuda_state *)state)->description; }
+
+/* ---- prepared weights ---- */
+
+static void qmm__cuda_release(qmm_prepared *self)
+{
+    qmm__cuda_prepared *p = (qmm__cuda_prepared *)self;
+    cudaFree(p->data);
+    cudaFree(p->scales);
+    cudaFree(p->channel_scales);
+    free(p);
+}
+
+static qmm_status qmm__cuda_prepare(void *state, const qmm_weight *w, qmm_prepared **out)
+{
+    qmm__cuda_state *st = state;
+    QMM__TRY(qmm__cuda_use_device(st));
+    qmm__cuda_layout l = qmm__cuda_plan_layout(w);
+    qmm__cuda_prepared *p = calloc(1, sizeof *p);
+    uint8_t *hd = malloc(l.data_bytes), *hs = l.scale_bytes ? malloc(l.scale_bytes) : NULL;
+    if (!p || !hd || (l.scale_bytes && !hs)) {
+        free(p), free(hd), free(hs);
+        return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_weight_prepare: %zu bytes of host staging", l.data_bytes + l.scale_bytes);
+    }
+    qmm__cuda_fill_layout(w, &l, hd, hs);
+    p->head.release = qmm__cuda_release;
+    p->enc = l.enc, p->n = w->n, p->k = w->k, p->strips = l.strips, p->chunks = l.chunks;
+    p->fix = l.fix, p->mx_off = l.mx_off;
+    const qmm_format_traits *t = qmm__format_traits(w->format);
+    p->tensor_scale = t->global_scale == QMM_GLOBAL_SCALE_TENSOR ? w->tensor_scale : 1.0f;
+    cudaError_t e = cudaMalloc(&p->data, l.data_bytes);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(p->data, hd, l.data_bytes, cudaMemcpyHostToDevice, st->stream);
+    if (e == cudaSuccess && hs) e = cudaMalloc(&p->scales, l.scale_bytes);
+    if (e == cudaSuccess && hs) e = cudaMemcpyAsync(p->scales, hs, l.scale_bytes, cudaMemcpyHostToDevice, st->stream);
+    if (e == cudaSuccess && t->global_scale == QMM_GLOBAL_SCALE_CHANNEL) {
+        e = cudaMalloc((void **)&p->channel_scales, w->n * sizeof(float));
+        if (e == cudaSuccess)
+            e = cudaMemcpyAsync(p->channel_scales, w->channel_scales, w->n * sizeof(float), cudaMemcpyHostToDevice, st->stream);
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st->stream);
+    free(hd), free(hs);
+    p->bytes = l.data_bytes + l.scale_bytes + (p->channel_scales ? w->n * sizeof(float) : 0);
+    if (e != cudaSuccess) {
+        qmm__cuda_release(&p->head);
+        return qmm__fail(e == cudaErrorMemoryAllocation ? QMM_ERR_OUT_OF_MEMORY : QMM_ERR_CUDA, "qmm_weight_prepare (cuda): %s",
+                         cudaGetErrorString(e));
+    }
+    *out = &p->head;
+    return QMM_OK;
+}
+
+/* ---- matmul ---- */
+
+static qmm__cuda_epilogue qmm__cuda_make_epilogue(const qmm__matmul_args *x, const qmm__cuda_prepared *p)
+{
+    qmm__cuda_epilogue e;
+    e.alpha_fix = x->epi.alpha * p->tensor_scale * p->fix;
+    e.channel_scales = p->channel_scales;
+    e.column_scale = x->epi.column_scale;
+    e.bias = x->epi.bias;
+    e.beta = x->epi.beta;
+    e.activation = (int)x->epi.activation;
+    e.c_type = (int)x->c_type;
+    e.c = x->c;
+    e.ldc = x->ldc;
+    return e;
+}
+
+static qmm_status qmm__cuda_status(int err, const char *what)
+{
+    if (err == 0) return QMM_OK;
+    return qmm__fail(QMM_ERR_CUDA, "%s: %s", what, cudaGetErrorString((cudaError_t)err));
+}
+
+static qmm_status qmm__cuda_run_gemv(qmm__cuda_state *st, const qmm__matmul_args *x, const qmm__cuda_prepared *p)
+{
+    if (p->enc != QMM__ENC_NVFP4 && p->enc != QMM__ENC_MXFP4 && p->enc != QMM__ENC_FP8)
+        return qmm__fail(QMM_ERR_UNSUPPORTED, "qmm_matmul: the GEMV path takes NVFP4, MXFP4 and FP8 weights whose scales "
+                         "and codes are finite (and an MXFP4 exponent range of at most 126); this weight runs on materialize");
+    qmm__cuda_epilogue e = qmm__cuda_make_epilogue(x, p);
+    int err = qmm__cuda_gemv(p, x->m, (int)x->a_type, x->a, x->lda, &e, (float *)(void *)st->workspace,
+                             st->workspace_bytes / sizeof(float), st->counters, QMM__CUDA_COUNTERS, st->sm_count, st->stream);
+    return qmm__cuda_status(err, "GEMV kernel launch");
+}
+
+/* Takes `bytes` (256-byte aligned) from the front of the remaining workspace. */
+static void *qmm__carve(char **cur, size_t *left, size_t bytes)
+{
+    size_t b = (bytes + 255) & ~(size_t)255;
+    if (b > *left) return NULL;
+    void *p = *cur;
+    *cur += b;
+    *left -= b;
+    return p;
+}
+
+static int qmm__alignment(const void *ptr, size_t stride_bytes)
+{
+    uintptr_t v = (uintptr_t)ptr | (uintptr_t)stride_bytes;
+    return (v & 15) == 0 ? 16 : (v & 7) == 0 ? 8 : (v & 3) == 0 ? 4 : 2;
+}
+
+/* Whether element * block scale of every weight is an fp16 value, so fp16 activations can meet fp16
+ * weights in one GEMM: NVFP4 products lie in [2^-10, 2688] and E4M3 values in [2^-9, 448]; MXFP4 and
+ * bf16 weights go through the bf16 hi + lo split of A instead. */
+static bool qmm__weight_fits_fp16(const qmm__cuda_prepared *p)
+{
+    return p->enc == QMM__ENC_NVFP4 || p->enc == QMM__ENC_NVFP4_RAW || p->enc == QMM__ENC_FP8 || p->enc == QMM__ENC_FP8_RAW;
+}
+
+static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matmul_args *x, const qmm__cuda_prepared *p,
+                                            bool allow_lt_epilogue)
+{
+    const size_t m = x->m, n = x->n, k = x->k;
+    qmm__cuda_epilogue e = qmm__cuda_make_epilogue(x, p);
+    const bool a_fp16 = x->a_type == QMM_DTYPE_FP16;
+    const bool w_half = a_fp16 && qmm__weight_fits_fp16(p);
+    const bool split_a = a_fp16 && !w_half;
+    const bool lt_epi = allow_lt_epilogue && !split_a &&
+                        (x->epi.activation == QMM_ACT_NONE || x->epi.activation == QMM_ACT_RELU || x->epi.activation == QMM_ACT_GELU);
+    const bool per_column = p->channel_scales || x->epi.column_scale;
+    const qmm_dtype gemm_type = w_half ? QMM_DTYPE_FP16 : QMM_DTYPE_BF16;
+
+    char *cur = st->workspace;
+    size_t left = st->workspace_bytes;
+    const size_t lt_bytes = left / 4 < QMM__CUDA_LT_WORKSPACE ? left / 4 : QMM__CUDA_LT_WORKSPACE;
+    void *lt_ws = qmm__carve(&cur, &left, lt_bytes);
+    float *alpha_vec = (lt_epi && per_column) ? qmm__carve(&cur, &left, n * sizeof(float)) : NULL;
+    void *a_hi = split_a ? qmm__carve(&cur, &left, m * k * 2) : NULL;
+    void *a_lo = split_a ? qmm__carve(&cur, &left, m * k * 2) : NULL;
+    if ((lt_epi && per_column && !alpha_vec) || (split_a && (!a_hi || !a_lo)))
+        return qmm__fail(QMM_ERR_WORKSPACE_TOO_SMALL, "qmm_matmul: the workspace (%zu bytes) cannot hold the operands of "
+                         "m = %zu, k = %zu (see qmm_workspace_query)", st->workspace_bytes, m, k);
+    const size_t per_row = (p->enc != QMM__ENC_BF16 ? k * 2 : 0) + (lt_epi ? 0 : m * sizeof(float)) + 512;
+    size_t rows = per_row ? left / per_row : n;
+    if (rows >= n) rows = n;
+    else rows -= rows % 16;
+    if (rows == 0)
+        return qmm__fail(QMM_ERR_WORKSPACE_TOO_SMALL, "qmm_matmul: the workspace (%zu bytes) cannot hold 16 weight rows of "
+                         "k = %zu for m = %zu (see qmm_workspace_query)", st->workspace_bytes, k, m);
+    void *w_chunk = p->enc != QMM__ENC_BF16 ? qmm__carve(&cur, &left, rows * k * 2) : NULL;
+    float *scratch = lt_epi ? NULL : qmm__carve(&cur, &left, rows * m * sizeof(float));
+
+    if (alpha_vec) QMM__TRY(qmm__cuda_status(qmm__cuda_column_factors(alpha_vec, n, e.alpha_fix, p->channel_scales,
+                                                                      x->epi.column_scale, st->stream), "column factors"));
+    if (split_a) QMM__TRY(qmm__cuda_status(qmm__cuda_split_fp16(x->a, m, k, x->lda, a_hi, a_lo, st->stream), "fp16 split"));
+    const size_t csize = qmm__dtype_size(x->c_type);
+    for (size_t r0 = 0; r0 < n; r0 += rows) {
+        const size_t rc = n - r0 < rows ? n - r0 : rows;
+        const void *wp;
+        if (p->enc == QMM__ENC_BF16) {
+            wp = (const char *)p->data + r0 * k * 2;
+        } else {
+            QMM__TRY(qmm__cuda_status(qmm__cuda_dequantize(p, r0, rc, w_chunk, w_half, st->stream), "dequantize kernel"));
+            wp = w_chunk;
+        }
+        qmm__lt_call c;
+        memset(&c, 0, sizeof c);
+        c.rows = rc, c.cols = m, c.k = k, c.w = wp, c.w_type = gemm_type;
+        if (lt_epi) {
+            c.a = x->a, c.lda = x->lda, c.d = (char *)x->c + r0 * csize, c.d_type = x->c_type, c.ldd = x->ldc;
+            c.alpha_vec = alpha_vec ? alpha_vec + r0 : NULL;
+            c.alpha = e.alpha_fix, c.beta = x->epi.beta;
+            c.bias = x->epi.bias ? x->epi.bias + r0 : NULL;
+            c.act = x->epi.activation;
+            c.align_a = qmm__alignment(x->a, x->lda * 2), c.align_d = qmm__alignment(c.d, x->ldc * csize);
+            qmm_status s = qmm__lt_matmul(&st->lt, &c, lt_ws, lt_bytes, st->stream);
+            if (s == QMM_ERR_UNSUPPORTED && r0 == 0) return qmm__cuda_run_materialize(st, x, p, false);
+            QMM__TRY(s);
+            continue;
+        }
+        /* fp32 sums into the scratch (rc x m column-major = m rows of rc), then qmm's epilogue */
+        c.d = scratch, c.d_type = QMM_DTYPE_FP32, c.ldd = rc, c.alpha = 1.0f, c.beta = 0.0f, c.act = QMM_ACT_NONE;
+        c.align_d = qmm__alignment(scratch, rc * 4);
+        c.a = split_a ? a_hi : x->a, c.lda = split_a ? k : x->lda, c.align_a = qmm__alignment(c.a, c.lda * 2);
+        QMM__TRY(qmm__lt_matmul(&st->lt, &c, lt_ws, lt_bytes, st->stream));
+        if (split_a) {
+            c.a = a_lo, c.beta = 1.0f;
+            QMM__TRY(qmm__lt_matmul(&st->lt, &c, lt_ws, lt_bytes, st->stream));
+        }
+        QMM__TRY(qmm__cuda_status(qmm__cuda_epilogue_apply(scratch, rc, m, rc, r0, &e, st->stream), "epilogue kernel"));
+    }
+    return QMM_OK;
+}
+
+static qmm_status qmm__cuda_matmul(void *state, const qmm__matmul_args *x)
+{
+    qmm__cuda_state *st = state;
+    QMM__TRY(qmm__cuda_use_device(st));
+    const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)x->w->prepared;
+    if (x->path == QMM_PATH_GEMV) return qmm__cuda_run_gemv(st, x, p);
+    return qmm__cuda_run_materialize(st, x, p, true);
+}
+
+/* ---- buffers and measurements ---- */
+
+static qmm_status qmm__cuda_buffer_alloc(void *state, size_t bytes, void **out)
+{
+    QMM__TRY(qmm__cuda_use_device(state));
+    cudaError_t e = cudaMalloc(out, bytes);
+    if (e == cudaErrorMemoryAllocation) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_buffer_alloc: %zu bytes of device memory", bytes);
+    QMM__CU(e, "qmm_buffer_alloc");
+    return QMM_OK;
+}
+
+static void qmm__cuda_buffer_free(void *state, void *ptr)
+{
+    (void)state;
+    cudaFree(ptr);
+}
+
+static qmm_status qmm__cuda_buffer_copy(void *state, void *dst, const void *src, size_t bytes, bool to_device)
+{
+    qmm__cuda_state *st = state;
+    QMM__TRY(qmm__cuda_use_device(st));
+    QMM__CU(cudaMemcpyAsync(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, st->stream),
+            to_device ? "qmm_buffer_write" : "qmm_buffer_read");
+    QMM__CU(cudaStreamSynchronize(st->stream), to_device ? "qmm_buffer_write" : "qmm_buffer_read");
+    return QMM_OK;
+}
+
+static qmm_status qmm__cuda_synchronize(void *state)
+{
+    qmm__cuda_state *st = state;
+    QMM__CU(cudaStreamSynchronize(st->stream), "qmm_context_synchronize");
+    return QMM_OK;
+}
+
+static qmm_status qmm__cuda_measure_rates(void *state, size_t bytes, qmm_machine_rates *out)
+{
+    qmm__cuda_state *st = state;
+    QMM__TRY(qmm__cuda_use_device(st));
+    void *a = NULL, *b = NULL;
+    cudaError_t e = cudaMalloc(&a, bytes);
+    if (e == cudaSuccess) e = cudaMalloc(&b, bytes);
+    if (e == cudaSuccess) e = cudaMemsetAsync(a, 1, bytes, st->stream);
+    double gbps = 0.0;
+    if (e == cudaSuccess) e = (cudaError_t)qmm__cuda_copy_gbps(a, b, bytes, st->stream, &gbps);
+    cudaFree(a);
+    cudaFree(b);
+    QMM__CU(e, "qmm_context_measure_rates");
+    memset(out, 0, sizeof *out);
+    out->copy_gbps = gbps;
+    return QMM_OK;
+}
+
+static size_t qmm__cuda_workspace_need(size_t m, qmm_format f, size_t n, size_t k)
+{
+    size_t bytes = QMM__CUDA_LT_WORKSPACE + n * sizeof(float) + 2 * m * k * 2 + m * n * sizeof(float) + n * 512;
+    if (f != QMM_FORMAT_BF16) bytes += n * k * 2;
+    return bytes + 4096;
+}
+
+const qmm__backend_ops qmm__cuda_backend = {
+    .id = QMM_BACKEND_CUDA,
+    .needs_prepare = true,
+    .device_pointers = true,
+    .fp32_activations = false,
+    .available = qmm__cuda_available,
+    .create = qmm__cuda_create,
+    .destroy = qmm__cuda_destroy,
+    .describe = qmm__cuda_describe,
+    .has_path = qmm__cuda_has_path,
+    .plan = qmm__cuda_plan,
+    .matmul = qmm__cuda_matmul,
+    .prepare = qmm__cuda_prepare,
+    .buffer_alloc = qmm__cuda_buffer_alloc,
+    .buffer_free = qmm__cuda_buffer_free,
+    .buffer_copy = qmm__cuda_buffer_copy,
+    .synchronize = qmm__cuda_synchronize,
+    .measure_rates = qmm__cuda_measure_rates,
+    .workspace_need = qmm__cuda_workspace_need,
+};

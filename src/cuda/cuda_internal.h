@@ -1,0 +1,92 @@
+/* Internal interfaces of the CUDA backend: the per-context state, the prepared weight, and the C
+ * launchers of the kernels in the .cu files. Host code is C; kernels are CUDA C. */
+#ifndef QMM_CUDA_INTERNAL_H
+#define QMM_CUDA_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/prepared.h"
+#include "qmm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a prepared weight is encoded on the device. */
+typedef enum qmm__cuda_encoding {
+    QMM__ENC_NVFP4 = 1, /* tiles of E2M1 + E5M3 scale codes: every path */
+    QMM__ENC_MXFP4 = 2, /* tiles of E2M1 + E8M0 scale codes, exponent range fits the bias trick: every path */
+    QMM__ENC_FP8 = 3,   /* tiles of E4M3, no NaN codes: every path */
+    QMM__ENC_BF16 = 4,  /* row-major bf16: the dense path (cuBLASLt) */
+    /* Tiles with the original codes, for weights the bit tricks cannot take (NaN scales or codes, an
+     * MXFP4 exponent range over 126): decoded one element at a time by the materialize path only. */
+    QMM__ENC_NVFP4_RAW = 5,
+    QMM__ENC_MXFP4_RAW = 6,
+    QMM__ENC_FP8_RAW = 7
+} qmm__cuda_encoding;
+
+typedef struct qmm__cuda_prepared {
+    qmm_prepared head;
+    qmm__cuda_encoding enc;
+    size_t n, k;
+    size_t strips, chunks;  /* 16-row strips, K chunks of 64 (E2M1) or 32 (E4M3) */
+    void *data;             /* device: tiles, or row-major bf16 */
+    void *scales;           /* device: scale tiles (E2M1 formats) */
+    float *channel_scales;  /* device: N floats (FP8_CHANNEL) */
+    float tensor_scale;     /* NVFP4 weight_scale_2, FP8 per-tensor scale; 1 otherwise */
+    float fix;              /* 2^fix multiplies the kernels' sums (see decode.h) */
+    int mx_off;             /* MXFP4: 126 - K */
+    size_t bytes;           /* device bytes held */
+} qmm__cuda_prepared;
+
+/* Host-side construction of the prepared tiles from a canonical weight (prepare.c). The buffers are
+ * host memory of the sizes qmm__cuda_prepared_sizes gives. Returns the encoding chosen. */
+typedef struct qmm__cuda_layout {
+    qmm__cuda_encoding enc;
+    size_t strips, chunks, data_bytes, scale_bytes;
+    float fix;
+    int mx_off;
+} qmm__cuda_layout;
+
+qmm__cuda_layout qmm__cuda_plan_layout(const qmm_weight *w);
+void qmm__cuda_fill_layout(const qmm_weight *w, const qmm__cuda_layout *l, uint8_t *data, uint8_t *scales);
+/* Host emulation of the kernels' decode: the unscaled bf16 value of W[r][c] (element * block scale) read
+ * back from the tiles, with the same bit operations as the device. For tests. */
+float qmm__cuda_emulate_decode(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c);
+
+/* The epilogue as the kernels see it (device pointers). */
+typedef struct qmm__cuda_epilogue {
+    float alpha_fix;            /* alpha * tensor scale * 2^fix */
+    const float *channel_scales;/* N, or NULL */
+    const float *column_scale;  /* N, or NULL */
+    const float *bias;          /* N, or NULL */
+    float beta;
+    int activation;             /* qmm_activation */
+    int c_type;                 /* qmm_dtype */
+    void *c;
+    size_t ldc;
+} qmm__cuda_epilogue;
+
+/* Launchers (kernels_*.cu). Each returns a cudaError_t value (0 = success) after checking the launch. */
+int qmm__cuda_gemv(const qmm__cuda_prepared *w, size_t m, int a_type, const void *a, size_t lda,
+                   const qmm__cuda_epilogue *e, float *partials, size_t partial_floats, unsigned *counters,
+                   size_t counter_count, int sm_count, void *stream);
+/* Writes the unscaled weight rows [r0, r0 + rows) as row-major bf16 (dst_half = 0) or fp16 (1), k columns. */
+int qmm__cuda_dequantize(const qmm__cuda_prepared *w, size_t r0, size_t rows, void *dst, int dst_half, void *stream);
+/* Splits fp16 A (m x k, stride lda) into bf16 hi and lo parts (each m x k, stride k): a = hi + lo exactly. */
+int qmm__cuda_split_fp16(const void *a, size_t m, size_t k, size_t lda, void *hi, void *lo, void *stream);
+/* Applies the epilogue to fp32 sums acc (m x n, stride ldacc) and writes C. */
+int qmm__cuda_epilogue_apply(const float *acc, size_t ldacc, size_t m, size_t n, size_t n0, const qmm__cuda_epilogue *e,
+                             void *stream);
+/* out[n] = alpha_fix * chs[n] * cs[n] (either may be NULL): cuBLASLt's per-row alpha vector. */
+int qmm__cuda_column_factors(float *out, size_t n, float alpha_fix, const float *chs, const float *cs, void *stream);
+/* Device-to-device copy bandwidth in GB/s (bytes read + written), median of several copies. */
+int qmm__cuda_copy_gbps(void *buf_a, void *buf_b, size_t bytes, void *stream, double *gbps);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

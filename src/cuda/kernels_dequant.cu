@@ -1,0 +1,212 @@
+/* Kernels of the materialize path and its helpers:
+ * - dequantize: prepared tiles -> row-major bf16 (or fp16) rows of element * block scale, exact, one
+ *   element at a time in fp32 (so it also takes the RAW encodings: NaN scales and codes decode to NaN);
+ *   a warp decodes one 16 x 64 (or 16 x 32) tile into shared memory and writes it out row by row;
+ * - split_fp16: fp16 activations -> bf16 hi + lo (exact), for bf16 weights under fp16 activations;
+ * - epilogue: fp32 sums -> C with the qmm epilogue, where cuBLASLt's own epilogue cannot express it;
+ * - copy bandwidth: the device-to-device copy that benchmarks compare against. */
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "decode.h"
+#include "device_common.cuh"
+
+namespace {
+
+__device__ __forceinline__ float e4m3_value(uint32_t c)
+{
+    const uint32_t e = (c >> 3) & 15u, m = c & 7u;
+    float v;
+    if ((c & 0x7fu) == 0x7fu) v = __int_as_float(0x7fc00000);
+    else if (e == 0) v = (float)m * 0x1p-9f;
+    else v = __uint_as_float(((e + 120u) << 23) | (m << 20));
+    return (c & 0x80u) ? -v : v;
+}
+
+__device__ __forceinline__ float e2m1_value(uint32_t c)
+{
+    /* the bit placement of decode.h in fp32: value * 2^-126, then * 2^126 (fp32 keeps the subnormal) */
+    const float v = __uint_as_float((c & 7u) << 22) * 0x1p126f;
+    return (c & 8u) ? -v : v;
+}
+
+/* The scale of row r (0..15 within the strip) for k-tile j of a tile. */
+__device__ __forceinline__ float tile_scale(int enc, const uint8_t *stile, int r, int j)
+{
+    const int g = r & 7, hi = r >> 3;
+    if (enc == QMM__ENC_NVFP4 || enc == QMM__ENC_NVFP4_RAW) {
+        const uint32_t u = stile[g * 8 + hi * 4 + j];
+        if (enc == QMM__ENC_NVFP4_RAW) return e4m3_value(u);
+        return ldexpf(1.0f + (float)(u & 7u) * 0.125f, (int)(u >> 3) - 9);
+    }
+    const uint32_t c = stile[g * 4 + hi * 2 + (j >> 1)];
+    return c == 0xffu ? __int_as_float(0x7fc00000) : ldexpf(1.0f, (int)c - 127);
+}
+
+template <bool HALF>
+__device__ __forceinline__ uint16_t to_bits(float v)
+{
+    if (HALF) return __half_as_ushort(__float2half_rn(v));
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
+constexpr int kDqWarps = 8;
+
+/* One warp per tile; rows [r0, r0 + rows) of W, r0 a multiple of 16. */
+template <bool HALF>
+__global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *data, const uint8_t *scales, int enc, int n,
+                                                               int k, int chunks, int strip0, int strip_count, int r0,
+                                                               int rows, uint16_t *dst)
+{
+    __shared__ uint16_t tile_s[kDqWarps][16][64];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const long long tile = (long long)blockIdx.x * kDqWarps + warp;
+    if (tile >= (long long)strip_count * chunks) return;
+    const int strip = strip0 + (int)(tile / chunks), chunk = (int)(tile % chunks);
+    const bool fp8 = enc == QMM__ENC_FP8 || enc == QMM__ENC_FP8_RAW;
+    const int ck = fp8 ? 32 : 64;
+    const uint4 d = __ldcs(data + ((size_t)strip * chunks + chunk) * 32 + lane);
+    const uint32_t w[4] = {d.x, d.y, d.z, d.w};
+    uint16_t(*ts)[64] = tile_s[warp];
+    if (fp8) {
+#pragma unroll
+        for (int wi = 0; wi < 4; wi++)
+#pragma unroll
+            for (int b = 0; b < 4; b++) {
+                const int r = g + 8 * (b & 1), col = 16 * (wi >> 1) + 2 * t + (b >> 1) + 8 * (wi & 1);
+                ts[r][col] = to_bits<HALF>(e4m3_value((w[wi] >> (8 * b)) & 0xffu));
+            }
+    } else {
+        const int stile_bytes = (enc == QMM__ENC_NVFP4 || enc == QMM__ENC_NVFP4_RAW) ? 64 : 32;
+        const uint8_t *stile = scales + ((size_t)strip * chunks + chunk) * stile_bytes;
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const int R = i & 3, r = g + 8 * (R & 1), col = 16 * j + 2 * t + (i >> 2) + 8 * (R >> 1);
+                const float v = e2m1_value((w[j] >> (4 * i)) & 0xfu) * tile_scale(enc, stile, r, j);
+                ts[r][col] = to_bits<HALF>(v);
+            }
+    }
+    __syncwarp();
+    /* write the tile's rows: two lanes per row, each half of the row's ck elements */
+    const int r = lane >> 1, half = lane & 1, row = strip * 16 + r;
+    if (row >= n || row < r0 || row >= r0 + rows) return;
+    uint16_t *out = dst + (size_t)(row - r0) * k;
+    const int per = ck / 2, col0 = chunk * ck + half * per;
+    if (k % 8 == 0 && col0 + per <= k) { /* 16-byte stores: 4 (E2M1) or 2 (E4M3) per lane */
+        const uint4 *src = reinterpret_cast<const uint4 *>(&ts[r][half * per]);
+        uint4 *o = reinterpret_cast<uint4 *>(out + col0);
+        for (int v = 0; v < per / 8; v++) o[v] = src[v];
+        return;
+    }
+    for (int c = 0; c < per; c++)
+        if (col0 + c < k) out[col0 + c] = ts[r][half * per + c];
+}
+
+__global__ void split_fp16_kernel(const __half *a, size_t m, size_t k, size_t lda, __nv_bfloat16 *hi, __nv_bfloat16 *lo)
+{
+    const size_t total = m * k;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t r = i / k, c = i % k;
+        const float f = __half2float(a[r * lda + c]);
+        const __nv_bfloat16 h = __float2bfloat16_rn(f);
+        hi[i] = h;
+        lo[i] = __float2bfloat16_rn(f - __bfloat162float(h));
+    }
+}
+
+__global__ void epilogue_kernel(const float *acc, size_t ldacc, size_t m, size_t n, size_t n0, qmm__cuda_epilogue e)
+{
+    const size_t total = m * n;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t r = i / n, c = i % n;
+        qmm__epilogue_store(e, r, n0 + c, acc[r * ldacc + c]);
+    }
+}
+
+unsigned grid_for(size_t total, unsigned block)
+{
+    size_t g = (total + block - 1) / block;
+    return (unsigned)std::min<size_t>(std::max<size_t>(g, 1), 65535u * 16u);
+}
+
+} // namespace
+
+extern "C" int qmm__cuda_dequantize(const qmm__cuda_prepared *w, size_t r0, size_t rows, void *dst, int dst_half, void *stream)
+{
+    const int strip0 = (int)(r0 / 16), strip_end = (int)((r0 + rows + 15) / 16);
+    const long long tiles = (long long)(strip_end - strip0) * (long long)w->chunks;
+    const unsigned grid = (unsigned)((tiles + kDqWarps - 1) / kDqWarps);
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    const uint4 *data = static_cast<const uint4 *>(w->data);
+    const uint8_t *sc = static_cast<const uint8_t *>(w->scales);
+    if (dst_half)
+        dequant_kernel<true><<<grid, kDqWarps * 32, 0, s>>>(data, sc, (int)w->enc, (int)w->n, (int)w->k, (int)w->chunks,
+                                                             strip0, strip_end - strip0, (int)r0, (int)rows,
+                                                             static_cast<uint16_t *>(dst));
+    else
+        dequant_kernel<false><<<grid, kDqWarps * 32, 0, s>>>(data, sc, (int)w->enc, (int)w->n, (int)w->k, (int)w->chunks,
+                                                              strip0, strip_end - strip0, (int)r0, (int)rows,
+                                                              static_cast<uint16_t *>(dst));
+    return (int)cudaGetLastError();
+}
+
+extern "C" int qmm__cuda_split_fp16(const void *a, size_t m, size_t k, size_t lda, void *hi, void *lo, void *stream)
+{
+    split_fp16_kernel<<<grid_for(m * k, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const __half *>(a), m, k, lda, static_cast<__nv_bfloat16 *>(hi), static_cast<__nv_bfloat16 *>(lo));
+    return (int)cudaGetLastError();
+}
+
+extern "C" int qmm__cuda_epilogue_apply(const float *acc, size_t ldacc, size_t m, size_t n, size_t n0,
+                                        const qmm__cuda_epilogue *e, void *stream)
+{
+    epilogue_kernel<<<grid_for(m * n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(acc, ldacc, m, n, n0, *e);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int qmm__cuda_copy_gbps(void *buf_a, void *buf_b, size_t bytes, void *stream, double *gbps)
+{
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    cudaEvent_t e0, e1;
+    cudaError_t err = cudaEventCreate(&e0);
+    if (err != cudaSuccess) return (int)err;
+    if ((err = cudaEventCreate(&e1)) != cudaSuccess) {
+        cudaEventDestroy(e0);
+        return (int)err;
+    }
+    float times[7];
+    for (int i = 0; i < 9 && err == cudaSuccess; i++) { /* two warm-ups, then seven timed copies */
+        err = cudaEventRecord(e0, s);
+        if (err == cudaSuccess) err = cudaMemcpyAsync(buf_b, buf_a, bytes, cudaMemcpyDeviceToDevice, s);
+        if (err == cudaSuccess) err = cudaEventRecord(e1, s);
+        if (err == cudaSuccess) err = cudaEventSynchronize(e1);
+        if (err == cudaSuccess && i >= 2) err = cudaEventElapsedTime(&times[i - 2], e0, e1);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    if (err != cudaSuccess) return (int)err;
+    std::sort(times, times + 7);
+    *gbps = 2.0 * (double)bytes / (times[3] * 1e-3) * 1e-9; /* bytes read + bytes written */
+    return 0;
+}
+
+namespace {
+__global__ void column_factor_kernel(float *out, size_t n, float alpha_fix, const float *chs, const float *cs)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float f = alpha_fix;
+        if (chs) f *= chs[i];
+        if (cs) f *= cs[i];
+        out[i] = f;
+    }
+}
+} // namespace
+
+extern "C" int qmm__cuda_column_factors(float *out, size_t n, float alpha_fix, const float *chs, const float *cs, void *stream)
+{
+    column_factor_kernel<<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(out, n, alpha_fix, chs, cs);
+    return (int)cudaGetLastError();
+}

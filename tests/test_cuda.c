@@ -1,0 +1,252 @@
+/* The CUDA backend against the reference: every path and format on odd shapes (M in 1, 2, 3, 7, 16,
+ * 33, 100; N and K not multiples of 128; K not a multiple of the block), bf16 and fp16 activations,
+ * every output type and epilogue, split-K, chunked materialization, the RAW encodings, batch
+ * invariance, CUDA graph capture, and bad inputs. Exits 77 (skipped) without a usable GPU. */
+#include <cuda_runtime_api.h>
+
+#include "matmul_check.h"
+
+static qmm_context *ref, *ctx;
+
+static qmm_context *cuda_context(size_t workspace, void *stream)
+{
+    qmm_context_options o;
+    qmm_context_options_init(&o);
+    o.backend = QMM_BACKEND_CUDA;
+    o.workspace_bytes = workspace;
+    o.cuda_stream = stream;
+    qmm_context *c = NULL;
+    CHECK_OK(qmm_context_create(&o, &c));
+    return c;
+}
+
+static const qmm_format formats[5] = {QMM_FORMAT_NVFP4, QMM_FORMAT_MXFP4, QMM_FORMAT_FP8_TENSOR, QMM_FORMAT_FP8_CHANNEL, QMM_FORMAT_BF16};
+static const qmm_dtype atypes[2] = {QMM_DTYPE_BF16, QMM_DTYPE_FP16};
+static const qmm_dtype ctypes[3] = {QMM_DTYPE_FP32, QMM_DTYPE_BF16, QMM_DTYPE_FP16};
+
+/* Every path x format x M on odd shapes, with random types and epilogues per case. */
+static void test_paths_and_shapes(void)
+{
+    static const size_t ms[] = {1, 2, 3, 7, 16, 33, 100};
+    static const size_t nk[][2] = {{129, 200}, {40, 4111}, {301, 97}, {17, 1000}};
+    static const qmm_path paths[3] = {QMM_PATH_AUTO, QMM_PATH_GEMV, QMM_PATH_MATERIALIZE};
+    char label[160];
+    for (int p = 0; p < 3; p++) {
+        CHECK_OK(qmm_context_set_path(ctx, paths[p]));
+        for (int f = 0; f < 5; f++) {
+            if (formats[f] == QMM_FORMAT_BF16 && paths[p] == QMM_PATH_GEMV) continue; /* bf16 runs on cuBLASLt */
+            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+                for (size_t s = 0; s < sizeof nk / sizeof nk[0]; s++) {
+                    mm_case c = {formats[f], ms[mi], nk[s][0], nk[s][1], atypes[harness_next() % 2], ctypes[harness_next() % 3],
+                                 (int)(harness_next() % 2), (qmm_activation)(harness_next() % 5), harness_next() % 3, harness_next() % 3};
+                    snprintf(label, sizeof label, "path %s format %d m %zu n %zu k %zu", qmm_path_name(paths[p]), (int)formats[f],
+                             c.m, c.n, c.k);
+                    mm_check(ctx, ref, &c, label);
+                }
+        }
+    }
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
+}
+
+/* Every activation type x output type x epilogue on both paths, one shape. */
+static void test_types_and_epilogues(void)
+{
+    char label[160];
+    const qmm_path paths[2] = {QMM_PATH_GEMV, QMM_PATH_MATERIALIZE};
+    for (int p = 0; p < 2; p++) {
+        CHECK_OK(qmm_context_set_path(ctx, paths[p]));
+        for (int a = 0; a < 2; a++)
+            for (int c = 0; c < 3; c++)
+                for (int act = 0; act < 5; act++)
+                    for (int full = 0; full < 2; full++) {
+                        qmm_format f = formats[harness_next() % 4];
+                        mm_case mc = {f, 5, 77, 333, atypes[a], ctypes[c], full, (qmm_activation)act, 1, 2};
+                        snprintf(label, sizeof label, "%s %s->%s act %d full %d format %d", qmm_path_name(paths[p]),
+                                 qmm_dtype_name(atypes[a]), qmm_dtype_name(ctypes[c]), act, full, (int)f);
+                        mm_check(ctx, ref, &mc, label);
+                    }
+    }
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
+}
+
+/* A workspace far smaller than the bf16 weight: materialize runs in chunks of rows. */
+static void test_chunked_materialize(void)
+{
+    qmm_context *small = cuda_context((size_t)40 << 20, NULL);
+    if (!small) return;
+    CHECK_OK(qmm_context_set_path(small, QMM_PATH_MATERIALIZE));
+    for (int f = 0; f < 5; f++) {
+        mm_case c = {formats[f], 9, 1000, 8200, QMM_DTYPE_BF16, QMM_DTYPE_FP32, 1, QMM_ACT_SILU, 0, 0};
+        mm_check(small, ref, &c, "chunked materialize");
+    }
+    size_t need = 0;
+    CHECK_OK(qmm_workspace_query(QMM_BACKEND_CUDA, 9, QMM_FORMAT_NVFP4, 1000, 8200, &need));
+    CHECK(need > ((size_t)40 << 20) / 2, "workspace query %zu", need);
+    qmm_context_destroy(small);
+    /* too small for even 16 rows */
+    qmm_context *tiny = cuda_context((size_t)64 << 10, NULL);
+    if (!tiny) return;
+    qmm_weight w;
+    mm_random_weight(&w, QMM_FORMAT_NVFP4, 64, 8192);
+    CHECK_OK(qmm_weight_prepare(tiny, &w));
+    void *a = NULL, *c = NULL;
+    CHECK_OK(qmm_buffer_alloc(tiny, 4 * 8192 * 2, &a));
+    CHECK_OK(qmm_buffer_alloc(tiny, 4 * 64 * 4, &c));
+    CHECK_OK(qmm_context_set_path(tiny, QMM_PATH_MATERIALIZE));
+    CHECK_STATUS(qmm_matmul(tiny, 4, QMM_DTYPE_BF16, a, 8192, &w, QMM_DTYPE_FP32, c, 64, NULL), QMM_ERR_WORKSPACE_TOO_SMALL);
+    qmm_buffer_free(tiny, a), qmm_buffer_free(tiny, c);
+    qmm_weight_free(&w);
+    qmm_context_destroy(tiny);
+}
+
+/* Weights the bit tricks cannot take run on materialize, exactly: an MXFP4 exponent range of 127,
+ * and NVFP4 with a NaN block scale (its row is NaN, the others are right). */
+static void test_raw_encodings(void)
+{
+    qmm_weight w;
+    mm_random_weight(&w, QMM_FORMAT_MXFP4, 33, 96);
+    w.block_scales[0] = 10, w.block_scales[1] = 137;
+    CHECK_OK(qmm_weight_prepare(ctx, &w));
+    qmm_path path;
+    CHECK_OK(qmm_matmul_plan(ctx, 1, &w, &path));
+    CHECK(path == QMM_PATH_MATERIALIZE, "a wide MXFP4 range plans materialize (%s)", qmm_path_name(path));
+    mm_case c = {QMM_FORMAT_MXFP4, 3, 33, 96, QMM_DTYPE_BF16, QMM_DTYPE_FP32, 0, QMM_ACT_NONE, 0, 0};
+    mm_check_with(ctx, ref, &c, "mxfp4 raw", &w);
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_GEMV));
+    void *a = NULL, *cb = NULL;
+    CHECK_OK(qmm_buffer_alloc(ctx, 96 * 2, &a));
+    CHECK_OK(qmm_buffer_alloc(ctx, 33 * 4, &cb));
+    CHECK_STATUS(qmm_matmul(ctx, 1, QMM_DTYPE_BF16, a, 96, &w, QMM_DTYPE_FP32, cb, 33, NULL), QMM_ERR_UNSUPPORTED);
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
+    qmm_weight_free(&w);
+
+    mm_random_weight(&w, QMM_FORMAT_NVFP4, 33, 96);
+    w.block_scales[7] = 0x7f; /* row 1 */
+    CHECK_OK(qmm_weight_prepare(ctx, &w));
+    uint16_t ah[96];
+    float out[33];
+    for (int i = 0; i < 96; i++) ah[i] = qmm_fp32_to_bf16((float)harness_normal());
+    CHECK_OK(qmm_buffer_write(ctx, a, ah, sizeof ah));
+    CHECK_OK(qmm_matmul(ctx, 1, QMM_DTYPE_BF16, a, 96, &w, QMM_DTYPE_FP32, cb, 33, NULL));
+    CHECK_OK(qmm_buffer_read(ctx, out, cb, sizeof out));
+    CHECK(isnan(out[1]) && !isnan(out[0]) && !isnan(out[2]), "a NaN scale gives its row NaN only");
+    qmm_buffer_free(ctx, a), qmm_buffer_free(ctx, cb);
+    qmm_weight_free(&w);
+}
+
+static void test_batch_invariance(void)
+{
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_GEMV));
+    for (int f = 0; f < 4; f++) {
+        mm_check_batch_invariance(ctx, formats[f], 200, 3000, 3, 7, "gemv 3 vs 7");
+        mm_check_batch_invariance(ctx, formats[f], 100, 1000, 5, 21, "gemv 5 vs 21 (groups)");
+    }
+    /* materialize: the same M, other rows different */
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_MATERIALIZE));
+    mm_check_batch_invariance(ctx, QMM_FORMAT_NVFP4, 300, 500, 64, 64, "materialize same M");
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
+}
+
+/* Calls captured in a CUDA graph give the same bits as direct calls. */
+static void test_graph_capture(void)
+{
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "stream");
+    qmm_context *g = cuda_context(0, s);
+    if (!g) return;
+    enum { N = 300, K = 2000, M1 = 2, M2 = 200 };
+    qmm_weight w;
+    mm_random_weight(&w, QMM_FORMAT_NVFP4, N, K);
+    CHECK_OK(qmm_weight_prepare(g, &w));
+    uint16_t *ah = malloc((size_t)M2 * K * 2);
+    for (size_t i = 0; i < (size_t)M2 * K; i++) ah[i] = qmm_fp32_to_bf16((float)harness_normal());
+    void *a = mm_upload(g, ah, (size_t)M2 * K * 2), *c1 = NULL, *c2 = NULL;
+    const size_t cbytes = (size_t)(M1 + M2) * N * 4;
+    CHECK_OK(qmm_buffer_alloc(g, cbytes, &c1));
+    CHECK_OK(qmm_buffer_alloc(g, cbytes, &c2));
+    float *d1 = malloc(cbytes), *d2 = malloc(cbytes);
+    /* direct */
+    CHECK_OK(qmm_matmul(g, M1, QMM_DTYPE_BF16, a, K, &w, QMM_DTYPE_FP32, c1, N, NULL));
+    CHECK_OK(qmm_matmul(g, M2, QMM_DTYPE_BF16, a, K, &w, QMM_DTYPE_FP32, (char *)c1 + (size_t)M1 * N * 4, N, NULL));
+    CHECK_OK(qmm_buffer_read(g, d1, c1, cbytes));
+    /* captured: a GEMV call and a materialize call */
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess, "begin capture");
+    CHECK_OK(qmm_matmul(g, M1, QMM_DTYPE_BF16, a, K, &w, QMM_DTYPE_FP32, c2, N, NULL));
+    CHECK_OK(qmm_matmul(g, M2, QMM_DTYPE_BF16, a, K, &w, QMM_DTYPE_FP32, (char *)c2 + (size_t)M1 * N * 4, N, NULL));
+    CHECK(cudaStreamEndCapture(s, &graph) == cudaSuccess, "end capture");
+    CHECK(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+    for (int rep = 0; rep < 3; rep++) CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "launch");
+    CHECK_OK(qmm_buffer_read(g, d2, c2, cbytes));
+    CHECK(memcmp(d1, d2, cbytes) == 0, "graph replay differs from direct calls");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    qmm_buffer_free(g, a), qmm_buffer_free(g, c1), qmm_buffer_free(g, c2);
+    free(ah), free(d1), free(d2);
+    qmm_weight_free(&w);
+    qmm_context_destroy(g);
+    cudaStreamDestroy(s);
+}
+
+static void test_bad_inputs(void)
+{
+    qmm_weight w;
+    mm_random_weight(&w, QMM_FORMAT_NVFP4, 32, 64);
+    void *a = NULL, *c = NULL;
+    CHECK_OK(qmm_buffer_alloc(ctx, 4 * 64 * 4, &a));
+    CHECK_OK(qmm_buffer_alloc(ctx, 4 * 32 * 4, &c));
+    float poison[4 * 32];
+    harness_poison(poison, sizeof poison);
+    CHECK_OK(qmm_buffer_write(ctx, c, poison, sizeof poison));
+    CHECK_STATUS(qmm_matmul(ctx, 4, QMM_DTYPE_BF16, a, 64, &w, QMM_DTYPE_FP32, c, 32, NULL), QMM_ERR_NOT_PREPARED);
+    qmm_context *other = cuda_context(0, NULL);
+    CHECK_OK(qmm_weight_prepare(other, &w));
+    CHECK_STATUS(qmm_matmul(ctx, 4, QMM_DTYPE_BF16, a, 64, &w, QMM_DTYPE_FP32, c, 32, NULL), QMM_ERR_NOT_PREPARED);
+    CHECK_OK(qmm_weight_prepare(ctx, &w)); /* replaces the other context's copy */
+    CHECK_STATUS(qmm_matmul(ctx, 4, QMM_DTYPE_FP32, a, 64, &w, QMM_DTYPE_FP32, c, 32, NULL), QMM_ERR_UNSUPPORTED);
+    qmm_weight changed = w;
+    changed.k = 65;
+    CHECK_STATUS(qmm_matmul(ctx, 4, QMM_DTYPE_BF16, a, 65, &changed, QMM_DTYPE_FP32, c, 32, NULL), QMM_ERR_INVALID_WEIGHT);
+    CHECK_OK(qmm_buffer_read(ctx, poison, c, sizeof poison));
+    CHECK(harness_all_bytes(poison, sizeof poison, 0xff), "failed calls wrote C");
+    void *huge = NULL;
+    CHECK_STATUS(qmm_buffer_alloc(ctx, (size_t)1 << 50, &huge), QMM_ERR_OUT_OF_MEMORY);
+    qmm_context_options o;
+    qmm_context_options_init(&o);
+    o.backend = QMM_BACKEND_CUDA, o.cuda_device = 999;
+    qmm_context *bad = NULL;
+    CHECK_STATUS(qmm_context_create(&o, &bad), QMM_ERR_INVALID_ARGUMENT);
+    qmm_machine_rates r;
+    CHECK_OK(qmm_context_measure_rates(ctx, (size_t)64 << 20, &r));
+    CHECK(r.copy_gbps > 10.0, "copy bandwidth %.1f GB/s", r.copy_gbps);
+    qmm_buffer_free(ctx, a), qmm_buffer_free(ctx, c);
+    qmm_weight_free(&w);
+    qmm_context_destroy(other);
+}
+
+int main(void)
+{
+    harness_begin("test_cuda");
+    if (qmm_backend_available(QMM_BACKEND_CUDA) != QMM_OK) {
+        printf("test_cuda: skipped: %s\n", qmm_last_error());
+        return 77;
+    }
+    qmm_context_options o;
+    qmm_context_options_init(&o);
+    o.backend = QMM_BACKEND_REFERENCE;
+    CHECK_OK(qmm_context_create(&o, &ref));
+    ctx = cuda_context(0, NULL);
+    if (!ref || !ctx) return harness_end("test_cuda");
+    printf("test_cuda: %s\n", qmm_context_describe(ctx));
+    test_paths_and_shapes();
+    test_types_and_epilogues();
+    test_chunked_materialize();
+    test_raw_encodings();
+    test_batch_invariance();
+    test_graph_capture();
+    test_bad_inputs();
+    qmm_context_destroy(ctx);
+    qmm_context_destroy(ref);
+    return harness_end("test_cuda");
+}

@@ -1,0 +1,95 @@
+/* The CUDA backend's prepared layout and decode arithmetic, checked on the host: the tiles built by
+ * prepare.c, read back with the same bit operations the kernels use (decode.h), must give exactly the
+ * unscaled dequantized weight, for every format, odd shapes, K not a multiple of the block, zero and
+ * negative NVFP4 block scales, E4M3-subnormal scales, all-zero MXFP4 blocks; and weights the bit tricks
+ * cannot take (NaN scales, NaN FP8 codes, an MXFP4 exponent range over 126) must get a RAW encoding.
+ * Needs no GPU: it runs wherever the CUDA backend is built. */
+#include "../src/cuda/cuda_internal.h"
+#include "harness.h"
+
+static void check_weight(qmm_weight *w, const char *what, qmm__cuda_encoding want_enc)
+{
+    qmm__cuda_layout l = qmm__cuda_plan_layout(w);
+    CHECK(l.enc == want_enc, "%s: encoding %d, want %d", what, (int)l.enc, (int)want_enc);
+    if (l.enc >= QMM__ENC_BF16) return; /* RAW and BF16 are not read by the bit-trick decoders */
+    uint8_t *data = malloc(l.data_bytes), *scales = l.scale_bytes ? malloc(l.scale_bytes) : NULL;
+    harness_poison(data, l.data_bytes);
+    if (scales) harness_poison(scales, l.scale_bytes);
+    qmm__cuda_fill_layout(w, &l, data, scales);
+    float *ref = malloc(w->n * w->k * sizeof(float));
+    CHECK_OK(qmm_dequantize(w, QMM_DEQUANT_UNSCALED, QMM_DTYPE_FP32, ref, w->k));
+    long bad = 0;
+    for (size_t r = 0; r < w->n; r++)
+        for (size_t c = 0; c < w->k; c++) {
+            float got = qmm__cuda_emulate_decode(&l, data, scales, r, c);
+            if (got != ref[r * w->k + c] && bad++ < 5)
+                CHECK(0, "%s: W[%zu][%zu] decodes to %a, want %a", what, r, c, (double)got, (double)ref[r * w->k + c]);
+        }
+    CHECK(bad == 0, "%s: %ld elements differ", what, bad);
+    /* padding decodes to zero: rows past N and columns past K */
+    for (size_t r = w->n; r < l.strips * 16; r++)
+        CHECK(qmm__cuda_emulate_decode(&l, data, scales, r, 0) == 0.0f, "%s: padding row %zu", what, r);
+    free(data), free(scales), free(ref);
+}
+
+static void random_weight(qmm_weight *w, qmm_format f, size_t n, size_t k, double spread)
+{
+    float *src = malloc(n * k * sizeof(float));
+    for (size_t i = 0; i < n * k; i++) src[i] = (float)(harness_normal() * ldexp(1.0, (int)(harness_uniform() * spread)));
+    for (size_t i = 0; i < n * k; i += 1 + harness_next() % 50) src[i] = 0.0f;
+    CHECK_OK(qmm_weight_alloc(w, f, n, k));
+    CHECK_OK(qmm_quantize(QMM_RECIPE_DEFAULT, QMM_DTYPE_FP32, src, k, w));
+    free(src);
+}
+
+int main(void)
+{
+    harness_begin("test_cuda_layout");
+    static const size_t shapes[][2] = {{1, 1}, {16, 64}, {17, 65}, {33, 100}, {7, 257}, {40, 31}, {64, 512}};
+    static const qmm_format formats[4] = {QMM_FORMAT_NVFP4, QMM_FORMAT_MXFP4, QMM_FORMAT_FP8_TENSOR, QMM_FORMAT_FP8_CHANNEL};
+    static const qmm__cuda_encoding encs[4] = {QMM__ENC_NVFP4, QMM__ENC_MXFP4, QMM__ENC_FP8, QMM__ENC_FP8};
+    char what[128];
+    for (int f = 0; f < 4; f++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            qmm_weight w;
+            random_weight(&w, formats[f], shapes[s][0], shapes[s][1], 12.0);
+            snprintf(what, sizeof what, "format %d %zux%zu", (int)formats[f], shapes[s][0], shapes[s][1]);
+            check_weight(&w, what, encs[f]);
+            if (formats[f] == QMM_FORMAT_NVFP4) {
+                /* zero, negative and E4M3-subnormal block scales, set by hand */
+                size_t spr = (w.k + 15) / 16;
+                for (size_t i = 0; i < w.n * spr; i++) {
+                    uint64_t v = harness_next() % 6;
+                    if (v == 0) w.block_scales[i] = 0x00;
+                    else if (v == 1) w.block_scales[i] = 0x80;
+                    else if (v == 2) w.block_scales[i] |= 0x80;
+                    else if (v == 3) w.block_scales[i] = (uint8_t)(1 + harness_next() % 7);
+                }
+                snprintf(what, sizeof what, "nvfp4 odd scales %zux%zu", shapes[s][0], shapes[s][1]);
+                check_weight(&w, what, QMM__ENC_NVFP4);
+                w.block_scales[0] = 0x7f;
+                check_weight(&w, "nvfp4 NaN scale", QMM__ENC_NVFP4_RAW);
+            }
+            if (formats[f] == QMM_FORMAT_FP8_TENSOR) {
+                w.data[w.data_bytes - 1] = 0xff;
+                check_weight(&w, "fp8 NaN code", QMM__ENC_FP8_RAW);
+            }
+            qmm_weight_free(&w);
+        }
+    /* MXFP4: a wide but admissible exponent range (126), all-zero blocks with scale code 0, too wide (127) */
+    qmm_weight w;
+    random_weight(&w, QMM_FORMAT_MXFP4, 9, 200, 4.0);
+    size_t spr = (w.k + 31) / 32;
+    for (size_t i = 0; i < w.n * spr; i++) w.block_scales[i] = (uint8_t)(60 + harness_next() % 127);
+    w.block_scales[0] = 60, w.block_scales[1] = 186;
+    check_weight(&w, "mxfp4 range 126", QMM__ENC_MXFP4);
+    memset(w.data + 16 * 2, 0, 16); /* block 2 of row 0 all zero: its scale does not count */
+    w.block_scales[2] = 0;
+    check_weight(&w, "mxfp4 zero block", QMM__ENC_MXFP4);
+    w.block_scales[1] = 187;
+    check_weight(&w, "mxfp4 range 127", QMM__ENC_MXFP4_RAW);
+    w.block_scales[1] = 0xff;
+    check_weight(&w, "mxfp4 NaN scale", QMM__ENC_MXFP4_RAW);
+    qmm_weight_free(&w);
+    return harness_end("test_cuda_layout");
+}
