@@ -172,6 +172,7 @@ static qmm_status qmm__cuda_prepare(void *state, const qmm_weight *w, qmm_prepar
     free(hd), free(hs);
     p->bytes = l.data_bytes + l.scale_bytes + (p->channel_scales ? w->n * sizeof(float) : 0);
     if (e != cudaSuccess) {
+        cudaGetLastError();
         qmm__cuda_release(&p->head);
         return qmm__fail(e == cudaErrorMemoryAllocation ? QMM_ERR_OUT_OF_MEMORY : QMM_ERR_CUDA, "qmm_weight_prepare (cuda): %s",
                          cudaGetErrorString(e));
@@ -329,6 +330,7 @@ static qmm_status qmm__cuda_buffer_alloc(void *state, size_t bytes, void **out)
 {
     QMM__TRY(qmm__cuda_use_device(state));
     cudaError_t e = cudaMalloc(out, bytes);
+    if (e != cudaSuccess) cudaGetLastError(); /* not sticky: keep it from surfacing at the next launch check */
     if (e == cudaErrorMemoryAllocation) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_buffer_alloc: %zu bytes of device memory", bytes);
     QMM__CU(e, "qmm_buffer_alloc");
     return QMM_OK;
@@ -369,6 +371,7 @@ static qmm_status qmm__cuda_measure_rates(void *state, size_t bytes, qmm_machine
     if (e == cudaSuccess) e = (cudaError_t)qmm__cuda_copy_gbps(a, b, bytes, st->stream, &gbps);
     cudaFree(a);
     cudaFree(b);
+    if (e != cudaSuccess) cudaGetLastError();
     QMM__CU(e, "qmm_context_measure_rates");
     memset(out, 0, sizeof *out);
     out->copy_gbps = gbps;

@@ -190,6 +190,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(gemv_params p)
         if (mi < mg) part[(size_t)split * mstride * 16 + mi * 16 + r] = acc[i];
     }
     __threadfence();
+    __syncwarp(); /* every lane's partials are fenced before lane 0 announces them */
     unsigned prev = 0;
     unsigned *counter = p.counters + (size_t)group * p.strips + strip;
     if (lane == 0) prev = atomicAdd(counter, 1u);
