@@ -140,6 +140,9 @@ static double mm_check_with(qmm_context *ctx, qmm_context *ref, const mm_case *c
     double rel = st == QMM_OK ? (den > 0 ? sqrt(num / den) : sqrt(num)) : INFINITY;
     double rel_bound = c->c_type == QMM_DTYPE_FP32 ? 1e-5 : c->c_type == QMM_DTYPE_BF16 ? 6e-3 : 1e-3;
     CHECK(rel <= rel_bound, "%s: relative error %.3g over %.1g", label, rel, rel_bound);
+    if (bad || !(rel <= rel_bound)) /* one line per failing case, past the harness's message limit */
+        fprintf(stderr, "FAILED CASE: %s (%zux%zux%zu, %s -> %s, act %d, full %d): %ld bad, rel %.3g\n", label, m, n, k,
+                qmm_dtype_name(c->a_type), qmm_dtype_name(c->c_type), (int)c->activation, c->full_epilogue, bad, rel);
     qmm_buffer_free(ctx, a_buf), qmm_buffer_free(ctx, c_buf), qmm_buffer_free(ctx, bias_buf), qmm_buffer_free(ctx, cs_buf);
     free(deq), free(bias), free(cs), free(a), free(cin), free(c_ref), free(c_got);
     if (!w_in) qmm_weight_free(w);
