@@ -3,5 +3,8 @@
 #define QMM_TOOLS_COMMANDS_H
 
 int cmd_run(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 #endif
