@@ -79,9 +79,12 @@ static qmm_status qmm__ckpt_find(const char *fn, const qmm_safetensors *f, const
             r.k = w->shape[1];
             if (!has_scale || p.scale.dtype != QMM_ST_F32)
                 return qmm__fail(QMM_ERR_MALFORMED, "%s: FP8 '%.200s.weight' has no F32 weight_scale", fn, name);
-            if (qmm__is_scalar(&p.scale)) {
+            /* (N, 1) is per channel even for N = 1; a scalar or [1] is per tensor; (N) is per channel. */
+            if (p.scale.ndim == 2 && p.scale.shape[0] == r.n && p.scale.shape[1] == 1) {
+                r.format = QMM_FORMAT_FP8_CHANNEL;
+            } else if (qmm__is_scalar(&p.scale)) {
                 r.format = QMM_FORMAT_FP8_TENSOR;
-            } else if (p.scale.elements == r.n && (p.scale.ndim == 1 || (p.scale.ndim == 2 && p.scale.shape[1] == 1))) {
+            } else if (p.scale.ndim == 1 && p.scale.shape[0] == r.n) {
                 r.format = QMM_FORMAT_FP8_CHANNEL;
             } else {
                 return qmm__fail(QMM_ERR_MALFORMED, "%s: '%.200s.weight_scale' is neither a scalar nor (%zu) / (%zu, 1)", fn,
