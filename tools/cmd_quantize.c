@@ -378,8 +378,9 @@ static int quantize_run(quantize_options *o)
         if (conflict) rc = refuse_existing(conflict);
         free(conflict);
     }
-    if (rc == 0 && folder && !is_dir(o->out) && mkdir(o->out, 0755) != 0) {
-        fprintf(stderr, "qmm quantize: cannot create '%s': %s\n", o->out, strerror(errno));
+    /* The output folder (or the folder of the output file) is made when missing, one level deep. */
+    if (rc == 0 && !is_dir(out_dir) && mkdir(out_dir, 0755) != 0) {
+        fprintf(stderr, "qmm quantize: cannot create '%s': %s\n", out_dir, strerror(errno));
         rc = 1;
     }
     for (size_t i = 0; rc == 0 && i < count; i++) {
