@@ -678,8 +678,8 @@ typedef struct qmm_checkpoint_weight {
 /* Recognises the quantized weight of module `name` in f, from the tensors present:
  *   name.weight U8 + .weight_scale F8_E4M3 + .weight_scale_2 F32 scalar or [1]   NVFP4 (modelopt)
  *   name.weight U8 + .weight_scale U8 or F8_E8M0                                   MXFP4 (dense)
+ *   name.weight F8_E4M3 + .weight_scale F32 (N, 1), or (N) with N > 1                FP8_CHANNEL
  *   name.weight F8_E4M3 + .weight_scale F32 scalar or [1]                           FP8_TENSOR
- *   name.weight F8_E4M3 + .weight_scale F32 (N) or (N, 1)                           FP8_CHANNEL
  *   name.weight BF16 (N, K)                                                         BF16
  *   name_blocks U8 (..., N, K/32, 16) + name_scales U8 (..., N, K/32)               MXFP4 (gpt-oss)
  * and checks that every shape agrees. Errors: QMM_ERR_NULL_POINTER, QMM_ERR_NOT_FOUND (no such module),
@@ -719,6 +719,8 @@ QMM_API qmm_status qmm_quant_config_read(const char *dir, qmm_quant_config *out)
  * the rest of the text kept byte for byte): modelopt style {"quant_method": "modelopt", "quant_algo", ...}
  * for NVFP4 and FP8, gpt-oss style {"quant_method": "mxfp4", "modules_to_not_convert": [...]} for MXFP4.
  * exclude lists the module names left unquantized (may be NULL when exclude_count is 0).
+ * Both texts are built before either file is written; each file is written atomically, hf_quant_config.json
+ * first, so only an I/O failure on config.json can leave hf_quant_config.json written alone.
  * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM, QMM_ERR_INVALID_ARGUMENT (unknown flag, a name not
  * UTF-8), QMM_ERR_EXISTS (a target exists, without QMM_WRITE_OVERWRITE; nothing is written), QMM_ERR_IO,
  * QMM_ERR_MALFORMED (config_json is not a JSON object), QMM_ERR_OUT_OF_MEMORY. */

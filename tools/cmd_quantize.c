@@ -343,6 +343,11 @@ static int quantize_run(quantize_options *o)
     qmm_safetensors *in = NULL;
     qmm_status st = qmm_safetensors_open(o->in, &in);
     if (st != QMM_OK) return tool_report("quantize", st);
+    if (qmm_safetensors_tensor_count(in) == 0) {
+        fprintf(stderr, "qmm quantize: '%s' holds no tensors\n", o->in);
+        qmm_safetensors_close(in);
+        return 1;
+    }
     const bool folder = is_dir(o->in) || tool_ends_with(o->in, ".json");
     char *in_dir = is_dir(o->in) ? tool_strip(o->in, 0) : dir_of(o->in);
     char *out_dir = folder ? tool_strip(o->out, 0) : dir_of(o->out);
