@@ -81,6 +81,14 @@ if(NOT EXISTS "${WORK}/single_mx/hf_quant_config.json" OR NOT EXISTS "${WORK}/si
 endif()
 run(0 out "${QMM}" verify "${WORK}/src/single.safetensors" "${WORK}/single_mx/out.safetensors")
 expect_match("${out}" "2 quantized weights" "single verify")
+# gpt-oss experts: verify compares each expert of *_blocks / *_scales with the (E, N, K) original
+run(0 out "${QMM}" verify "${WORK}/src/experts.safetensors" "${WORK}/src/experts_mxfp4.safetensors" --max-rel-err 0.25)
+expect_match("${out}" "3 quantized weights" "experts verify")
+expect_match("${out}" "gate_up_proj +\\[  2\\] mxfp4" "experts verify rows")
+run(0 out "${QMM}" inspect "${WORK}/src/experts_mxfp4.safetensors")
+expect_match("${out}" "gate_up_proj_blocks +U8 +\\(3, 16, 2, 16\\) +[0-9]+ +mxfp4 3 x 16 x 64" "experts inspect")
+expect_match("${out}" "gate_up_proj_scales +U8 +\\(3, 16, 2\\) +[0-9]+ +mxfp4 block scales" "experts inspect scales")
+
 # a recipe of another format, a bad regex, a missing input: clear errors, nothing written
 run(1 out "${QMM}" quantize "${WORK}/src/single.safetensors" "${WORK}/x.safetensors" --format nvfp4 --recipe floor)
 if(EXISTS "${WORK}/x.safetensors")

@@ -1,6 +1,8 @@
 /* Writes a small model checkpoint for the tool tests, through the public writer:
  *   DIR/sharded/  two shards + model.safetensors.index.json + config.json + tokenizer.json + sub/extra.txt
  *   DIR/single.safetensors (and DIR/config.json beside it)
+ *   DIR/experts.safetensors (bf16 experts (E, N, K)) and DIR/experts_mxfp4.safetensors (the same experts
+ *   quantized to MXFP4 in the gpt-oss convention, *_blocks / *_scales), for `qmm verify` on experts
  * with Linear weights in bf16, fp16 and fp32, embeddings, norms, lm_head, a router, a 3-D tensor and
  * a weight with an odd K, seeded so every run writes the same bytes. */
 #include <stdio.h>
@@ -140,6 +142,31 @@ int main(int argc, char **argv)
         rc |= add(w, "lm_head.weight", QMM_ST_F32, 2, head);
         if (qmm_safetensors_writer_finish(w) != QMM_OK) rc = 1;
     }
+    /* experts: the same bf16 values in the original file and, quantized, in the gpt-oss convention */
+    enum { E = 3, N = 16, K = 64 };
+    uint16_t *ew = malloc(E * N * K * sizeof *ew);
+    qmm_weight q[E];
+    int made = 0;
+    for (size_t i = 0; ew && i < E * N * K; i++) ew[i] = qmm_fp32_to_bf16((float)((uniform() - 0.5) * 0.1));
+    for (; ew && rc == 0 && made < E; made++)
+        if (qmm_weight_alloc(&q[made], QMM_FORMAT_MXFP4, N, K) != QMM_OK ||
+            qmm_quantize(QMM_RECIPE_MXFP4_RCEIL, QMM_DTYPE_BF16, ew + (size_t)made * N * K, K, &q[made]) != QMM_OK)
+            rc = 1;
+    const size_t eshape[3] = {E, N, K};
+    snprintf(path, sizeof path, "%s/experts.safetensors", dir);
+    if (rc == 0 && qmm_safetensors_writer_create(path, QMM_WRITE_OVERWRITE, &w) == QMM_OK) {
+        if (qmm_safetensors_writer_add(w, "model.layers.0.mlp.experts.gate_up_proj", QMM_ST_BF16, 3, eshape, ew,
+                                       E * N * K * 2) != QMM_OK)
+            rc = 1;
+        if (qmm_safetensors_writer_finish(w) != QMM_OK) rc = 1;
+    }
+    snprintf(path, sizeof path, "%s/experts_mxfp4.safetensors", dir);
+    if (rc == 0 && qmm_safetensors_writer_create(path, QMM_WRITE_OVERWRITE, &w) == QMM_OK) {
+        if (qmm_safetensors_writer_add_experts(w, "model.layers.0.mlp.experts.gate_up_proj", q, E) != QMM_OK) rc = 1;
+        if (qmm_safetensors_writer_finish(w) != QMM_OK) rc = 1;
+    }
+    for (int i = 0; i < made; i++) qmm_weight_free(&q[i]);
+    free(ew);
     if (rc) fprintf(stderr, "make_checkpoint: failed: %s\n", qmm_last_error());
     return rc;
 }
