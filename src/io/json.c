@@ -398,18 +398,6 @@ bool qmm__json_u64(const qmm__json *doc, const char *text, size_t i, uint64_t *o
     return true;
 }
 
-bool qmm__json_number(const qmm__json *doc, const char *text, size_t i, double *out)
-{
-    if (i >= doc->count || doc->v[i].type != QMM__JSON_NUMBER) return false;
-    char tmp[64];
-    size_t n = doc->v[i].end - doc->v[i].start;
-    if (n >= sizeof tmp) return false;
-    memcpy(tmp, text + doc->v[i].start, n);
-    tmp[n] = '\0';
-    *out = strtod(tmp, NULL);
-    return true;
-}
-
 void qmm__buf_put(qmm__buf *b, const char *s, size_t n)
 {
     if (b->failed) return;

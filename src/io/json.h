@@ -63,9 +63,6 @@ bool qmm__json_has_duplicate_key(const qmm__json *doc, size_t obj, const char **
 /* Value i as an unsigned integer: only digits (no sign, fraction or exponent) and at most 2^64 - 1. */
 bool qmm__json_u64(const qmm__json *doc, const char *text, size_t i, uint64_t *out);
 
-/* Value i as a double (any JSON number). */
-bool qmm__json_number(const qmm__json *doc, const char *text, size_t i, double *out);
-
 /* True when s[0, len) is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
 bool qmm__utf8_valid(const char *s, size_t len);
 
