@@ -27,14 +27,15 @@ static const qmm_dtype ctypes[3] = {QMM_DTYPE_FP32, QMM_DTYPE_BF16, QMM_DTYPE_FP
 /* Every path x format x M on odd shapes, with random types and epilogues per case. */
 static void test_paths_and_shapes(void)
 {
-    static const size_t ms[] = {1, 2, 3, 7, 16, 33, 100};
+    static const size_t ms[] = {1, 2, 3, 7, 16, 33, 100, 200};
     static const size_t nk[][2] = {{129, 200}, {40, 4111}, {301, 97}, {17, 1000}};
-    static const qmm_path paths[3] = {QMM_PATH_AUTO, QMM_PATH_GEMV, QMM_PATH_MATERIALIZE};
+    static const qmm_path paths[4] = {QMM_PATH_AUTO, QMM_PATH_GEMV, QMM_PATH_FUSED, QMM_PATH_MATERIALIZE};
     char label[160];
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < 4; p++) {
         CHECK_OK(qmm_context_set_path(ctx, paths[p]));
         for (int f = 0; f < 5; f++) {
-            if (formats[f] == QMM_FORMAT_BF16 && paths[p] == QMM_PATH_GEMV) continue; /* bf16 runs on cuBLASLt */
+            if (formats[f] == QMM_FORMAT_BF16 && (paths[p] == QMM_PATH_GEMV || paths[p] == QMM_PATH_FUSED))
+                continue; /* bf16 weights run on cuBLASLt */
             for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
                 for (size_t s = 0; s < sizeof nk / sizeof nk[0]; s++) {
                     mm_case c = {formats[f], ms[mi], nk[s][0], nk[s][1], atypes[harness_next() % 2], ctypes[harness_next() % 3],
@@ -52,8 +53,8 @@ static void test_paths_and_shapes(void)
 static void test_types_and_epilogues(void)
 {
     char label[160];
-    const qmm_path paths[2] = {QMM_PATH_GEMV, QMM_PATH_MATERIALIZE};
-    for (int p = 0; p < 2; p++) {
+    const qmm_path paths[3] = {QMM_PATH_GEMV, QMM_PATH_FUSED, QMM_PATH_MATERIALIZE};
+    for (int p = 0; p < 3; p++) {
         CHECK_OK(qmm_context_set_path(ctx, paths[p]));
         for (int a = 0; a < 2; a++)
             for (int c = 0; c < 3; c++)
@@ -111,6 +112,8 @@ static void test_raw_encodings(void)
     qmm_path path;
     CHECK_OK(qmm_matmul_plan(ctx, 1, &w, &path));
     CHECK(path == QMM_PATH_MATERIALIZE, "a wide MXFP4 range plans materialize (%s)", qmm_path_name(path));
+    CHECK_OK(qmm_matmul_plan(ctx, 100, &w, &path));
+    CHECK(path == QMM_PATH_MATERIALIZE, "a wide MXFP4 range plans materialize at every M (%s)", qmm_path_name(path));
     mm_case c = {QMM_FORMAT_MXFP4, 3, 33, 96, QMM_DTYPE_BF16, QMM_DTYPE_FP32, 0, QMM_ACT_NONE, 0, 0};
     mm_check_with(ctx, ref, &c, "mxfp4 raw", &w);
     CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_GEMV));
@@ -141,6 +144,11 @@ static void test_batch_invariance(void)
     for (int f = 0; f < 4; f++) {
         mm_check_batch_invariance(ctx, formats[f], 200, 3000, 3, 7, "gemv 3 vs 7");
         mm_check_batch_invariance(ctx, formats[f], 100, 1000, 5, 21, "gemv 5 vs 21 (groups)");
+    }
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_FUSED));
+    for (int f = 0; f < 4; f++) {
+        mm_check_batch_invariance(ctx, formats[f], 300, 3000, 9, 30, "fused 9 vs 30 (16- and 32-row tiles)");
+        mm_check_batch_invariance(ctx, formats[f], 200, 2000, 40, 130, "fused 40 vs 130 (one and three 64-row tiles)");
     }
     /* materialize: the same M, other rows different */
     CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_MATERIALIZE));

@@ -1,6 +1,7 @@
 /* The CUDA backend: context state (device, stream, cuBLASLt, workspace), weight preparation (upload of
- * the tile layout of README.md), the dispatcher and the two paths of issue 3: GEMV (kernels_gemv.cu)
- * and materialize (dequantize into the workspace, then cuBLASLt with its fused epilogue). Nothing in
+ * the tile layout of README.md), the dispatcher and the paths: GEMV and fused (the tensor-core kernels
+ * of kernels_mma.cuh) and materialize (dequantize into the workspace, then cuBLASLt with its fused
+ * epilogue). Nothing in
  * qmm_matmul allocates, synchronizes or copies between host and device, so calls can be captured in a
  * CUDA graph. */
 #include <cuda_runtime_api.h>
@@ -45,15 +46,16 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
 }
 
 /* ---- the dispatcher's table ----
- * Largest M for which the GEMV path is chosen; above it the materialize path runs. From `qmm bench
- * --path gemv` against `--path materialize` on the default shapes (BENCHMARKS.md, CUDA section). */
+ * Per encoding: the largest M for which the GEMV path (the tensor-core kernel with one 8-row group) is
+ * chosen, and the largest for the fused path (groups of 16, 32 or 64 rows); above, materialize. From
+ * `qmm bench --path gemv|fused|materialize` on the default shapes (BENCHMARKS.md, CUDA section). */
 static const struct {
     qmm__cuda_encoding enc;
-    size_t gemv_max_m;
+    size_t gemv_max_m, fused_max_m;
 } qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8},
-    {QMM__ENC_MXFP4, 8},
-    {QMM__ENC_FP8, 8},
+    {QMM__ENC_NVFP4, 8, 256},
+    {QMM__ENC_MXFP4, 8, 256},
+    {QMM__ENC_FP8, 8, 256},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
@@ -61,11 +63,14 @@ static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
     (void)state;
     const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)w->prepared;
     for (size_t i = 0; i < sizeof qmm__cuda_thresholds / sizeof qmm__cuda_thresholds[0]; i++)
-        if (qmm__cuda_thresholds[i].enc == p->enc) return m <= qmm__cuda_thresholds[i].gemv_max_m ? QMM_PATH_GEMV : QMM_PATH_MATERIALIZE;
+        if (qmm__cuda_thresholds[i].enc == p->enc) {
+            if (m <= qmm__cuda_thresholds[i].gemv_max_m) return QMM_PATH_GEMV;
+            return m <= qmm__cuda_thresholds[i].fused_max_m ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
+        }
     return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
 }
 
-static bool qmm__cuda_has_path(qmm_path p) { return p == QMM_PATH_GEMV || p == QMM_PATH_MATERIALIZE; }
+static bool qmm__cuda_has_path(qmm_path p) { return p == QMM_PATH_GEMV || p == QMM_PATH_FUSED || p == QMM_PATH_MATERIALIZE; }
 
 /* ---- context ---- */
 
@@ -205,15 +210,18 @@ static qmm_status qmm__cuda_status(int err, const char *what)
     return qmm__fail(QMM_ERR_CUDA, "%s: %s", what, cudaGetErrorString((cudaError_t)err));
 }
 
-static qmm_status qmm__cuda_run_gemv(qmm__cuda_state *st, const qmm__matmul_args *x, const qmm__cuda_prepared *p)
+/* The GEMV (nb = 1) and fused (nb = 2, 4 or 8 by M) paths: the tensor-core kernels of kernels_mma.cuh. */
+static qmm_status qmm__cuda_run_mma(qmm__cuda_state *st, const qmm__matmul_args *x, const qmm__cuda_prepared *p, bool fused)
 {
     if (p->enc != QMM__ENC_NVFP4 && p->enc != QMM__ENC_MXFP4 && p->enc != QMM__ENC_FP8)
-        return qmm__fail(QMM_ERR_UNSUPPORTED, "qmm_matmul: the GEMV path takes NVFP4, MXFP4 and FP8 weights whose scales "
-                         "and codes are finite (and an MXFP4 exponent range of at most 126); this weight runs on materialize");
+        return qmm__fail(QMM_ERR_UNSUPPORTED, "qmm_matmul: the %s path takes NVFP4, MXFP4 and FP8 weights whose scales and "
+                         "codes are finite (and an MXFP4 exponent range of at most 126); this weight runs on materialize",
+                         fused ? "fused" : "GEMV");
+    const int nb = !fused ? 1 : x->m <= 16 ? 2 : x->m <= 32 ? 4 : 8;
     qmm__cuda_epilogue e = qmm__cuda_make_epilogue(x, p, true);
-    int err = qmm__cuda_gemv(p, x->m, (int)x->a_type, x->a, x->lda, &e, (float *)(void *)st->workspace,
-                             st->workspace_bytes / sizeof(float), st->counters, QMM__CUDA_COUNTERS, st->sm_count, st->stream);
-    return qmm__cuda_status(err, "GEMV kernel launch");
+    int err = qmm__cuda_mma(p, nb, x->m, (int)x->a_type, x->a, x->lda, &e, (float *)(void *)st->workspace,
+                            st->workspace_bytes / sizeof(float), st->counters, QMM__CUDA_COUNTERS, st->sm_count, st->stream);
+    return qmm__cuda_status(err, fused ? "fused kernel launch" : "GEMV kernel launch");
 }
 
 /* Takes `bytes` (256-byte aligned) from the front of the remaining workspace. */
@@ -323,7 +331,7 @@ static qmm_status qmm__cuda_matmul(void *state, const qmm__matmul_args *x)
     qmm__cuda_state *st = state;
     QMM__TRY(qmm__cuda_use_device(st));
     const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)x->w->prepared;
-    if (x->path == QMM_PATH_GEMV) return qmm__cuda_run_gemv(st, x, p);
+    if (x->path == QMM_PATH_GEMV || x->path == QMM_PATH_FUSED) return qmm__cuda_run_mma(st, x, p, x->path == QMM_PATH_FUSED);
     return qmm__cuda_run_materialize(st, x, p, true);
 }
 

@@ -70,9 +70,10 @@ typedef struct qmm__cuda_epilogue {
 } qmm__cuda_epilogue;
 
 /* Launchers (kernels_*.cu). Each returns a cudaError_t value (0 = success) after checking the launch. */
-int qmm__cuda_gemv(const qmm__cuda_prepared *w, size_t m, int a_type, const void *a, size_t lda,
-                   const qmm__cuda_epilogue *e, float *partials, size_t partial_floats, unsigned *counters,
-                   size_t counter_count, int sm_count, void *stream);
+/* The tensor-core kernels: M tiles of 8 * nb rows of A (nb = 1: the GEMV path; 2, 4, 8: the fused path). */
+int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int a_type, const void *a, size_t lda,
+                  const qmm__cuda_epilogue *e, float *partials, size_t partial_floats, unsigned *counters,
+                  size_t counter_count, int sm_count, void *stream);
 /* Writes the unscaled weight rows [r0, r0 + rows) as row-major bf16 (dst_half = 0) or fp16 (1), k columns. */
 int qmm__cuda_dequantize(const qmm__cuda_prepared *w, size_t r0, size_t rows, void *dst, int dst_half, void *stream);
 /* Splits fp16 A (m x k, stride lda) into bf16 hi and lo parts (each m x k, stride k): a = hi + lo exactly. */

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "decode.h"
 #include "device_common.cuh"
@@ -57,7 +58,7 @@ constexpr int kDqWarps = 8;
 template <bool HALF>
 __global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *data, const uint8_t *scales, int enc, int n,
                                                                int k, int chunks, int strip0, int strip_count, int r0,
-                                                               int rows, uint16_t *dst)
+                                                               int rows, uint16_t *dst, int mx_off, uint32_t fix2)
 {
     __shared__ uint16_t tile_s[kDqWarps][16][64];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -69,7 +70,47 @@ __global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *dat
     const uint4 d = __ldcs(data + ((size_t)strip * chunks + chunk) * 32 + lane);
     const uint32_t w[4] = {d.x, d.y, d.z, d.w};
     uint16_t(*ts)[64] = tile_s[warp];
-    if (fp8) {
+    const bool fast = enc == QMM__ENC_NVFP4 || enc == QMM__ENC_MXFP4 || enc == QMM__ENC_FP8;
+    if (fast) {
+        /* the kernels' own decode (decode.h): exact bf16 pairs of element * block scale * 2^-fix, then one
+         * exact multiply by 2^fix; pairs (k, k + 1) of one row land as one 32-bit word */
+        uint32_t(*tw)[32] = reinterpret_cast<uint32_t(*)[32]>(ts);
+        auto put = [&](int r, int col, uint32_t v) {
+            v = qmm__bf16x2_mul(v, fix2);
+            if (HALF) {
+                float2 f = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 *>(&v));
+                __half2 h = __floats2half2_rn(f.x, f.y);
+                v = *reinterpret_cast<uint32_t *>(&h);
+            }
+            tw[r][col / 2] = v;
+        };
+        if (fp8) {
+#pragma unroll
+            for (int wi = 0; wi < 4; wi++) {
+                const int col = 16 * (wi >> 1) + 2 * t + 8 * (wi & 1);
+                put(g, col, qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[wi]), QMM__FP8_FACTOR));
+                put(g + 8, col, qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[wi] >> 8), QMM__FP8_FACTOR));
+            }
+        } else {
+            const uint8_t *st = scales + ((size_t)strip * chunks + chunk) * (enc == QMM__ENC_NVFP4 ? 64 : 32);
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                uint32_t f0, f1;
+                if (enc == QMM__ENC_NVFP4) {
+                    f0 = qmm__nvfp4_factor(st[g * 8 + j]);
+                    f1 = qmm__nvfp4_factor(st[g * 8 + 4 + j]);
+                } else {
+                    f0 = qmm__mxfp4_factor(st[g * 4 + (j >> 1)], mx_off);
+                    f1 = qmm__mxfp4_factor(st[g * 4 + 2 + (j >> 1)], mx_off);
+                }
+                const int col = 16 * j + 2 * t;
+                put(g, col, qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j]), f0));
+                put(g + 8, col, qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 4), f1));
+                put(g, col + 8, qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 8), f0));
+                put(g + 8, col + 8, qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 12), f1));
+            }
+        }
+    } else if (fp8) {
 #pragma unroll
         for (int wi = 0; wi < 4; wi++)
 #pragma unroll
@@ -142,14 +183,20 @@ extern "C" int qmm__cuda_dequantize(const qmm__cuda_prepared *w, size_t r0, size
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     const uint4 *data = static_cast<const uint4 *>(w->data);
     const uint8_t *sc = static_cast<const uint8_t *>(w->scales);
+    /* 2^fix as a bf16 pair (a power of two in bf16's range: normal, or subnormal down to 2^-133) */
+    uint32_t fix_bits;
+    memcpy(&fix_bits, &w->fix, 4);
+    const int e = (int)((fix_bits >> 23) & 0xff) - 127;
+    const uint32_t fb = e >= -126 ? (fix_bits >> 16) : (0x40u >> (-126 - e));
+    const uint32_t fix2 = fb | (fb << 16);
     if (dst_half)
         dequant_kernel<true><<<grid, kDqWarps * 32, 0, s>>>(data, sc, (int)w->enc, (int)w->n, (int)w->k, (int)w->chunks,
                                                              strip0, strip_end - strip0, (int)r0, (int)rows,
-                                                             static_cast<uint16_t *>(dst));
+                                                             static_cast<uint16_t *>(dst), w->mx_off, fix2);
     else
         dequant_kernel<false><<<grid, kDqWarps * 32, 0, s>>>(data, sc, (int)w->enc, (int)w->n, (int)w->k, (int)w->chunks,
                                                               strip0, strip_end - strip0, (int)r0, (int)rows,
-                                                              static_cast<uint16_t *>(dst));
+                                                              static_cast<uint16_t *>(dst), w->mx_off, fix2);
     return (int)cudaGetLastError();
 }
 

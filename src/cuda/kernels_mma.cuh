@@ -1,0 +1,336 @@
+/* The tensor-core paths: GEMV (M <= 8) and fused (M up to 256), one kernel family.
+ *
+ * A CTA of 8 warps owns 8 strips of 16 weight rows (128 rows) over one range of K, and 8 * NB rows of
+ * A (an "M tile"). The weight tiles (README.md) stream from HBM into registers, kDepth tiles ahead per
+ * lane, with the evict-first hint since each byte is used once per M tile; one coalesced 16-byte load
+ * per lane fills that lane's A fragments of a whole 16 x 64 (E2M1) or 16 x 32 (E4M3) tile. The codes are
+ * decoded by bit placement into bf16 pairs and multiplied by the block factor (decode.h), which gives
+ * exactly element * block scale times 2^-fix, then mma.sync m16n8k16 multiplies each fragment with NB
+ * groups of 8 rows of A in fp32. Activations go through shared memory, 128 columns of K per step, double
+ * buffered: step s + 1 is loaded into registers while step s computes, so all 8 warps share one copy
+ * (fp16 activations are split there into exact bf16 hi + lo planes, and each product is two MMAs).
+ * Rows are padded to 136 elements so the fragment reads are conflict-free.
+ *
+ * The GEMV is NB = 1: a CUDA-core FMA would need a decode, a conversion and an FMA per weight, over 4
+ * instructions, against about 3.9 instructions per weight at HBM speed on an H200 (132 SMs x 4
+ * schedulers x 1.98 GHz over 8.4 G weights/s), so the tensor core is the dot-product engine there too.
+ *
+ * Split-K where the strips cannot fill the GPU; partials are reduced deterministically by the last unit
+ * of each (M tile, strip) to arrive (an atomic counter it resets), in split order, which also applies
+ * the epilogue. The split and the tiling do not depend on M within a kernel variant, so row m of C is the
+ * same whatever the other rows of A. M tiles of one range of W are adjacent in the grid, so they run
+ * together and share W through L2. */
+#ifndef QMM_CUDA_KERNELS_MMA_CUH
+#define QMM_CUDA_KERNELS_MMA_CUH
+
+#include <cuda_runtime.h>
+
+#include "decode.h"
+#include "device_common.cuh"
+
+namespace qmm_mma {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kStepK = 128;
+constexpr int kRow = kStepK + 8; /* bf16 per staged row: 68 words, so 8 rows x 4 words hit 32 banks */
+
+struct mma_params {
+    const uint4 *data;
+    const uint8_t *scales;
+    const uint16_t *a;
+    size_t lda;
+    int m, n, k;
+    int strips, chunks, cps, splits, mtiles;
+    int mx_off;
+    int aligned; /* A rows and base 16-byte aligned: whole pieces load with one 16-byte load */
+    float *partials;
+    unsigned *counters;
+    qmm__cuda_epilogue e;
+};
+
+template <int ENC> struct enc_traits;
+template <> struct enc_traits<QMM__ENC_NVFP4> { static constexpr int tile_k = 64, scale_tile = 64, scale_lane = 8; };
+template <> struct enc_traits<QMM__ENC_MXFP4> { static constexpr int tile_k = 64, scale_tile = 32, scale_lane = 4; };
+template <> struct enc_traits<QMM__ENC_FP8> { static constexpr int tile_k = 32, scale_tile = 0, scale_lane = 0; };
+
+template <int ENC>
+__device__ __forceinline__ uint2 load_scales(const uint8_t *sp, int tile)
+{
+    if constexpr (ENC == QMM__ENC_NVFP4) return *reinterpret_cast<const uint2 *>(sp + (size_t)tile * 64);
+    else if constexpr (ENC == QMM__ENC_MXFP4) return make_uint2(*reinterpret_cast<const uint32_t *>(sp + (size_t)tile * 32), 0u);
+    else return make_uint2(0u, 0u);
+}
+
+/* Eight consecutive activations of row r at column k (bf16 or fp16 bits), zero past M and K. */
+__device__ __forceinline__ uint4 load_a8(const mma_params &p, int r, int k)
+{
+    if (r >= p.m || k >= p.k) return make_uint4(0u, 0u, 0u, 0u);
+    const uint16_t *ar = p.a + (size_t)r * p.lda + k;
+    if (p.aligned && k + 8 <= p.k) return __ldg(reinterpret_cast<const uint4 *>(ar));
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint32_t lo = k + 2 * i < p.k ? __ldg(ar + 2 * i) : 0u, hi = k + 2 * i + 1 < p.k ? __ldg(ar + 2 * i + 1) : 0u;
+        w[i] = lo | (hi << 16);
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <int ENC, bool FP16A, int NB>
+struct stage_config {
+    static constexpr int rows = 8 * NB;
+    static constexpr int planes = FP16A ? 2 : 1;
+    static constexpr int words = rows * kRow / 2;                 /* one plane of one stage */
+    static constexpr int bytes = 2 * planes * words * 4;          /* two stages */
+    static constexpr int vecs = rows * (kStepK / 8);              /* 16-byte pieces of A per step */
+    static constexpr int per_thread = (vecs + kThreads - 1) / kThreads;
+    static constexpr int depth = NB <= 2 ? 8 : 4;                 /* W tiles in flight per lane */
+    static constexpr int tiles_per_step = kStepK / enc_traits<ENC>::tile_k;
+    static constexpr int unroll = depth / tiles_per_step;         /* steps per ring turn */
+};
+
+template <int ENC, bool FP16A, int NB>
+__global__ void __launch_bounds__(kThreads) mma_kernel(mma_params p)
+{
+    using cfg = stage_config<ENC, FP16A, NB>;
+    using tr = enc_traits<ENC>;
+    extern __shared__ __align__(16) uint32_t smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int mtile = blockIdx.x % p.mtiles, rest = blockIdx.x / p.mtiles;
+    const int split = rest % p.splits, sgroup = rest / p.splits;
+    const int strip = sgroup * kWarps + warp;
+    const bool active = strip < p.strips;
+    const int c0 = split * p.cps, c1 = min(c0 + p.cps, p.chunks);
+    const int steps = (c1 - c0 + cfg::tiles_per_step - 1) / cfg::tiles_per_step;
+    const int m0 = mtile * cfg::rows;
+
+    /* ---- the weight ring ---- */
+    const uint4 *dp = p.data + (size_t)(active ? strip : 0) * p.chunks * 32 + lane;
+    const uint8_t *sp = p.scales ? p.scales + (size_t)(active ? strip : 0) * p.chunks * tr::scale_tile + g * tr::scale_lane : nullptr;
+    uint4 ring[cfg::depth];
+    uint2 sring[cfg::depth];
+#pragma unroll
+    for (int u = 0; u < cfg::depth; u++)
+        if (active && c0 + u < c1) {
+            ring[u] = __ldcs(dp + (size_t)(c0 + u) * 32);
+            sring[u] = load_scales<ENC>(sp, c0 + u);
+        }
+
+    /* ---- activations: step 0 into stage 0 ---- */
+    uint4 stage_regs[cfg::per_thread];
+    auto load_step = [&](int s) {
+        const int kk = (c0 + s * cfg::tiles_per_step) * tr::tile_k;
+#pragma unroll
+        for (int i = 0; i < cfg::per_thread; i++) {
+            const int v = tid + i * kThreads;
+            if (v < cfg::vecs) stage_regs[i] = load_a8(p, m0 + v / (kStepK / 8), kk + (v % (kStepK / 8)) * 8);
+        }
+    };
+    auto store_step = [&](int stage) {
+        uint32_t *base = smem + stage * cfg::planes * cfg::words;
+#pragma unroll
+        for (int i = 0; i < cfg::per_thread; i++) {
+            const int v = tid + i * kThreads;
+            if (v >= cfg::vecs) continue;
+            const int r = v / (kStepK / 8), col = (v % (kStepK / 8)) * 8;
+            uint4 *dst = reinterpret_cast<uint4 *>(base + r * (kRow / 2) + col / 2);
+            if (FP16A) {
+                uint4 hi, lo;
+                qmm__fp16x2_split(stage_regs[i].x, hi.x, lo.x);
+                qmm__fp16x2_split(stage_regs[i].y, hi.y, lo.y);
+                qmm__fp16x2_split(stage_regs[i].z, hi.z, lo.z);
+                qmm__fp16x2_split(stage_regs[i].w, hi.w, lo.w);
+                dst[0] = hi;
+                *reinterpret_cast<uint4 *>(base + cfg::words + r * (kRow / 2) + col / 2) = lo;
+            } else {
+                dst[0] = stage_regs[i];
+            }
+        }
+    };
+    if (steps > 0) {
+        load_step(0);
+        store_step(0);
+    }
+    __syncthreads();
+
+    float acc[NB][4];
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
+
+    /* one 16-column k-tile: the fragment a against NB groups of A rows from stage `st`, columns kt*16 */
+    auto mma_ktile = [&](const uint32_t (&a)[4], const uint32_t *st, int kt) {
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) {
+            const uint32_t *row = st + (8 * nb + g) * (kRow / 2) + kt * 8 + t;
+            qmm__mma_bf16(acc[nb], a, row[0], row[4]);
+            if (FP16A) {
+                const uint32_t *lrow = row + cfg::words;
+                qmm__mma_bf16(acc[nb], a, lrow[0], lrow[4]);
+            }
+        }
+    };
+
+    for (int s0 = 0; s0 < steps; s0 += cfg::unroll) {
+#pragma unroll
+        for (int u = 0; u < cfg::unroll; u++) {
+            const int s = s0 + u;
+            if (s >= steps) break;
+            if (s + 1 < steps) load_step(s + 1);
+            const uint32_t *st = smem + (s & 1) * cfg::planes * cfg::words;
+#pragma unroll
+            for (int tt = 0; tt < cfg::tiles_per_step; tt++) {
+                const int c = c0 + s * cfg::tiles_per_step + tt, q = u * cfg::tiles_per_step + tt; /* q: ring slot */
+                if (!active || c >= c1) continue;
+                const uint4 d = ring[q];
+                const uint2 sc = sring[q];
+                if (c + cfg::depth < c1) {
+                    ring[q] = __ldcs(dp + (size_t)(c + cfg::depth) * 32);
+                    sring[q] = load_scales<ENC>(sp, c + cfg::depth);
+                }
+                const uint32_t w[4] = {d.x, d.y, d.z, d.w};
+                if constexpr (ENC == QMM__ENC_FP8) {
+#pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        uint32_t a[4];
+                        a[0] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j]), QMM__FP8_FACTOR);
+                        a[1] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j] >> 8), QMM__FP8_FACTOR);
+                        a[2] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j + 1]), QMM__FP8_FACTOR);
+                        a[3] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j + 1] >> 8), QMM__FP8_FACTOR);
+                        mma_ktile(a, st, tt * 2 + j);
+                    }
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        uint32_t f0, f1;
+                        if constexpr (ENC == QMM__ENC_NVFP4) {
+                            f0 = qmm__nvfp4_factor((sc.x >> (8 * j)) & 0xffu);
+                            f1 = qmm__nvfp4_factor((sc.y >> (8 * j)) & 0xffu);
+                        } else {
+                            f0 = qmm__mxfp4_factor((sc.x >> (8 * (j >> 1))) & 0xffu, p.mx_off);
+                            f1 = qmm__mxfp4_factor((sc.x >> (16 + 8 * (j >> 1))) & 0xffu, p.mx_off);
+                        }
+                        uint32_t a[4];
+                        a[0] = qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j]), f0);
+                        a[1] = qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 4), f1);
+                        a[2] = qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 8), f0);
+                        a[3] = qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 12), f1);
+                        mma_ktile(a, st, tt * 4 + j);
+                    }
+                }
+            }
+            if (s + 1 < steps) store_step((s + 1) & 1); /* nobody reads that stage until the barrier */
+            __syncthreads();
+        }
+    }
+    if (!active) return;
+
+    /* acc[nb][0], [1]: W row g, A rows m0 + 8nb + 2t (+1); acc[nb][2], [3]: W row g + 8 */
+    const int n0 = strip * 16 + g;
+    if (p.splits == 1) {
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int m = m0 + 8 * nb + 2 * t + (i & 1), n = n0 + 8 * (i >> 1);
+                if (m < p.m && n < p.n) qmm__epilogue_store(p.e, (size_t)m, (size_t)n, acc[nb][i]);
+            }
+        return;
+    }
+    const int mstride = min(cfg::rows, p.m);     /* rows of A stored per unit */
+    const int mvalid = min(cfg::rows, p.m - m0); /* rows of A in this tile */
+    float *part = p.partials + (((size_t)mtile * p.strips + strip) * p.splits) * mstride * 16;
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int mi = 8 * nb + 2 * t + (i & 1), r = g + 8 * (i >> 1);
+            if (mi < mvalid) part[(size_t)split * mstride * 16 + mi * 16 + r] = acc[nb][i];
+        }
+    __threadfence();
+    __syncwarp(); /* every lane's partials are fenced before lane 0 announces them */
+    unsigned prev = 0;
+    unsigned *counter = p.counters + (size_t)mtile * p.strips + strip;
+    if (lane == 0) prev = atomicAdd(counter, 1u);
+    prev = __shfl_sync(0xffffffffu, prev, 0);
+    if (prev != (unsigned)p.splits - 1) return;
+    __threadfence();
+    if (lane == 0) *counter = 0u; /* ready for the next call */
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int mi = 8 * nb + 2 * t + (i & 1), r = g + 8 * (i >> 1);
+            if (mi >= mvalid) continue;
+            float tot = 0.0f;
+            for (int sp_i = 0; sp_i < p.splits; sp_i++) tot += __ldcg(part + (size_t)sp_i * mstride * 16 + mi * 16 + r);
+            const int n = n0 + 8 * (i >> 1);
+            if (n < p.n) qmm__epilogue_store(p.e, (size_t)(m0 + mi), (size_t)n, tot);
+        }
+}
+
+/* The split of K: a function of the weight's shape and the SM count only, never of M or of the kernel
+ * variant, so every row's sums are grouped the same way whatever the batch (batch invariance) and on
+ * both tensor-core paths. It takes the split whose CTAs (8 strips each) fill at least one wave of two
+ * CTAs per SM and leave the last wave fullest (ties: fewer splits), with at least two steps per split. */
+static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
+{
+    const long long groups = (strips + kWarps - 1) / kWarps, slots = 2LL * sm_count;
+    const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
+    int best = 1;
+    double best_score = -1.0;
+    for (int sp = 1; sp <= max_splits && sp <= 16; sp++) {
+        const int cps = (chunks + sp - 1) / sp;
+        if ((chunks + cps - 1) / cps != sp) continue; /* no empty splits */
+        const long long ctas = groups * sp;
+        const double waves = (double)ctas / (double)slots;
+        const double score = (ctas >= slots ? 1.0 : 0.0) + waves / ceil(waves);
+        if (score > best_score + 1e-9) best_score = score, best = sp;
+    }
+    return best;
+}
+
+/* Launch one variant: raise its shared-memory limit once, then the grid of (strip group, split, M tile)
+ * with the M tiles of one piece of W adjacent. */
+template <int ENC, bool FP16A, int NB>
+cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, size_t counter_count, cudaStream_t s)
+{
+    using cfg = stage_config<ENC, FP16A, NB>;
+    static bool configured = false;
+    if (!configured) {
+        cudaError_t e = cudaFuncSetAttribute(mma_kernel<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::bytes);
+        if (e != cudaSuccess) return e;
+        configured = true;
+    }
+    int splits = split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
+    const size_t mstride = p.m < cfg::rows ? (size_t)p.m : (size_t)cfg::rows;
+    /* a workspace too small for the partials: fewer splits (only then can a row's bits depend on M) */
+    while (splits > 1 && ((size_t)p.mtiles * p.strips * splits * mstride * 16 > partial_floats ||
+                          (size_t)p.mtiles * p.strips > counter_count))
+        splits--;
+    p.cps = (p.chunks + splits - 1) / splits;
+    p.splits = (p.chunks + p.cps - 1) / p.cps;
+    const long long grid = (long long)((p.strips + kWarps - 1) / kWarps) * p.splits * p.mtiles;
+    mma_kernel<ENC, FP16A, NB><<<(unsigned)grid, kThreads, cfg::bytes, s>>>(p);
+    return cudaGetLastError();
+}
+
+/* One encoding's entry point (kernels_mma_<enc>.cu): picks the variant for NB and the activation type. */
+template <int ENC>
+cudaError_t launch_encoding(const mma_params &p, int nb, bool fp16, int sm, size_t pf, size_t cc, cudaStream_t s)
+{
+    switch (nb) {
+    case 1: return fp16 ? launch_variant<ENC, true, 1>(p, sm, pf, cc, s) : launch_variant<ENC, false, 1>(p, sm, pf, cc, s);
+    case 2: return fp16 ? launch_variant<ENC, true, 2>(p, sm, pf, cc, s) : launch_variant<ENC, false, 2>(p, sm, pf, cc, s);
+    case 4: return fp16 ? launch_variant<ENC, true, 4>(p, sm, pf, cc, s) : launch_variant<ENC, false, 4>(p, sm, pf, cc, s);
+    default: return fp16 ? launch_variant<ENC, true, 8>(p, sm, pf, cc, s) : launch_variant<ENC, false, 8>(p, sm, pf, cc, s);
+    }
+}
+
+cudaError_t launch_nvfp4(const mma_params &p, int nb, bool fp16, int sm, size_t pf, size_t cc, cudaStream_t s);
+cudaError_t launch_mxfp4(const mma_params &p, int nb, bool fp16, int sm, size_t pf, size_t cc, cudaStream_t s);
+cudaError_t launch_fp8(const mma_params &p, int nb, bool fp16, int sm, size_t pf, size_t cc, cudaStream_t s);
+
+} // namespace qmm_mma
+
+#endif

@@ -1,0 +1,10 @@
+/* The fp8 variants of the tensor-core kernels (kernels_mma.cuh), one translation unit per encoding
+ * so they compile in parallel. */
+#include "kernels_mma.cuh"
+
+namespace qmm_mma {
+cudaError_t launch_fp8(const mma_params &p, int nb, bool fp16, int sm, size_t pf, size_t cc, cudaStream_t s)
+{
+    return launch_encoding<QMM__ENC_FP8>(p, nb, fp16, sm, pf, cc, s);
+}
+} // namespace qmm_mma
