@@ -260,8 +260,10 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
     const bool per_column = p->channel_scales || x->epi.column_scale;
     /* cuBLASLt's per-row alpha vector costs its GEMM up to 40% at M = 2048 (measured on H200, FP8 per
      * channel, 2086 us against 1588 us per tensor); an fp32 result plus qmm's epilogue costs less. */
+    /* cuBLASLt's GELU epilogue is not the tanh formula of qmm.h (measured on H200: bf16 results a few ulps
+     * apart), so GELU, like SiLU and GELU-erf, runs in qmm's epilogue kernel. */
     const bool lt_epi = allow_lt_epilogue && !split_a && !per_column &&
-                        (x->epi.activation == QMM_ACT_NONE || x->epi.activation == QMM_ACT_RELU || x->epi.activation == QMM_ACT_GELU);
+                        (x->epi.activation == QMM_ACT_NONE || x->epi.activation == QMM_ACT_RELU);
     const qmm_dtype gemm_type = w_half ? QMM_DTYPE_FP16 : QMM_DTYPE_BF16;
 
     char *cur = st->workspace;

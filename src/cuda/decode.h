@@ -22,10 +22,39 @@
 #define QMM__HD static inline
 #endif
 
-/* Two E2M1 codes at bits [3:0] and [19:16] of x -> bf16x2 (low half from bits 3:0), each value * 2^-126. */
-QMM__HD uint32_t qmm__e2m1x2_to_bf16x2(uint32_t x)
+/* A prepared E2M1 word holds the 8 codes of one lane's four fragment registers (R0..R3, low and high
+ * element each), placed so that each register needs few instructions (11 for all four, found by an
+ * exhaustive search over shift-and-mask placements; the plain nibble order needs about 20). A code is a
+ * sign s and a magnitude e1e0m; in a register the magnitude goes to bf16 bits 8:6 (22:24 for the high
+ * element) and the sign to bit 15 (31). In the word:
+ *   R0: magnitudes at 5:3 and 21:19, signs at 12 and 28      -> (q << 3) & M
+ *   R1: magnitudes at 2:0 and 18:16, signs at 9 and 25       -> (q << 6) & M
+ *   R2: magnitudes at 8:6 and 24:22, signs at 10 and 26      -> q & mag | (q << 5) & sign
+ *   R3: magnitudes at 15:13 and 31:29, signs at 11 and 27    -> (q >> 7) & mag | (q << 4) & sign
+ * Each result is the bf16 pair of the two values times 2^-126. */
+#define QMM__E2M1_MAG 0x01c001c0u
+#define QMM__E2M1_SIGN 0x80008000u
+
+QMM__HD void qmm__e2m1_word_decode(uint32_t q, uint32_t r[4])
 {
-    return ((x & 0x00070007u) << 6) | ((x & 0x00080008u) << 12);
+    r[0] = (q << 3) & (QMM__E2M1_MAG | QMM__E2M1_SIGN);
+    r[1] = (q << 6) & (QMM__E2M1_MAG | QMM__E2M1_SIGN);
+    r[2] = (q & QMM__E2M1_MAG) | ((q << 5) & QMM__E2M1_SIGN);
+    r[3] = ((q >> 7) & QMM__E2M1_MAG) | ((q << 4) & QMM__E2M1_SIGN);
+}
+
+/* The inverse, for prepare: codes[R][e] (4-bit codes of register R, element e = 0 low, 1 high). */
+QMM__HD uint32_t qmm__e2m1_word_pack(const uint8_t codes[4][2])
+{
+    static const int mag_at[4] = {3, 0, 6, 13}, sign_at[4] = {12, 9, 10, 11};
+    uint32_t q = 0;
+    for (int R = 0; R < 4; R++)
+        for (int e = 0; e < 2; e++) {
+            const uint32_t c = codes[R][e];
+            q |= (c & 7u) << (mag_at[R] + 16 * e);
+            q |= ((c >> 3) & 1u) << (sign_at[R] + 16 * e);
+        }
+    return q;
 }
 
 /* Two E4M3 codes at bits [7:0] and [23:16] of x -> bf16x2, each value * 2^-120. */

@@ -44,7 +44,7 @@ static int qmm__lt_mode(const qmm__lt_call *c)
 
 static int qmm__lt_epilogue(const qmm__lt_call *c)
 {
-    int e = c->act == QMM_ACT_RELU ? CUBLASLT_EPILOGUE_RELU : c->act == QMM_ACT_GELU ? CUBLASLT_EPILOGUE_GELU : CUBLASLT_EPILOGUE_DEFAULT;
+    int e = c->act == QMM_ACT_RELU ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
     if (c->bias) e = e == CUBLASLT_EPILOGUE_DEFAULT ? CUBLASLT_EPILOGUE_BIAS : e | CUBLASLT_EPILOGUE_BIAS;
     return e;
 }

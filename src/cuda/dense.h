@@ -21,7 +21,7 @@ typedef struct qmm__lt_call {
     const float *alpha_vec; /* device, one per row (column n of C), or NULL for the scalar alpha */
     float alpha, beta;
     const float *bias;      /* device, one per row, or NULL */
-    qmm_activation act;     /* NONE, RELU or GELU (tanh) */
+    qmm_activation act;     /* NONE or RELU */
     int align_a, align_d;   /* byte alignment (2..16) of A and D pointers and strides */
 } qmm__lt_call;
 

@@ -25,13 +25,6 @@ __device__ __forceinline__ float e4m3_value(uint32_t c)
     return (c & 0x80u) ? -v : v;
 }
 
-__device__ __forceinline__ float e2m1_value(uint32_t c)
-{
-    /* the bit placement of decode.h in fp32: value * 2^-126, then * 2^126 (fp32 keeps the subnormal) */
-    const float v = __uint_as_float((c & 7u) << 22) * 0x1p126f;
-    return (c & 8u) ? -v : v;
-}
-
 /* The scale of row r (0..15 within the strip) for k-tile j of a tile. */
 __device__ __forceinline__ float tile_scale(int enc, const uint8_t *stile, int r, int j)
 {
@@ -104,10 +97,12 @@ __global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *dat
                     f1 = qmm__mxfp4_factor(st[g * 4 + 2 + (j >> 1)], mx_off);
                 }
                 const int col = 16 * j + 2 * t;
-                put(g, col, qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j]), f0));
-                put(g + 8, col, qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 4), f1));
-                put(g, col + 8, qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 8), f0));
-                put(g + 8, col + 8, qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 12), f1));
+                uint32_t r[4];
+                qmm__e2m1_word_decode(w[j], r);
+                put(g, col, qmm__bf16x2_mul(r[0], f0));
+                put(g + 8, col, qmm__bf16x2_mul(r[1], f1));
+                put(g, col + 8, qmm__bf16x2_mul(r[2], f0));
+                put(g + 8, col + 8, qmm__bf16x2_mul(r[3], f1));
             }
         }
     } else if (fp8) {
@@ -122,13 +117,17 @@ __global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *dat
         const int stile_bytes = (enc == QMM__ENC_NVFP4 || enc == QMM__ENC_NVFP4_RAW) ? 64 : 32;
         const uint8_t *stile = scales + ((size_t)strip * chunks + chunk) * stile_bytes;
 #pragma unroll
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < 4; j++) {
+            uint32_t regs[4];
+            qmm__e2m1_word_decode(w[j], regs); /* each half: the code's bits at bf16 positions, value * 2^-126 */
 #pragma unroll
             for (int i = 0; i < 8; i++) {
-                const int R = i & 3, r = g + 8 * (R & 1), col = 16 * j + 2 * t + (i >> 2) + 8 * (R >> 1);
-                const float v = e2m1_value((w[j] >> (4 * i)) & 0xfu) * tile_scale(enc, stile, r, j);
+                const int R = i & 3, e = i >> 2, r = g + 8 * (R & 1), col = 16 * j + 2 * t + e + 8 * (R >> 1);
+                const uint32_t h = (regs[R] >> (16 * e)) & 0xffffu;
+                const float v = __uint_as_float(h << 16) * 0x1p126f * tile_scale(enc, stile, r, j);
                 ts[r][col] = to_bits<HALF>(v);
             }
+        }
     }
     __syncwarp();
     /* write the tile's rows: two lanes per row, each half of the row's ck elements */

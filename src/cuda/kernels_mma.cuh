@@ -34,6 +34,7 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kStepK = 128;
 constexpr int kRow = kStepK + 8; /* bf16 per staged row: 68 words, so 8 rows x 4 words hit 32 banks */
+constexpr int kWholeMax = 100 * 1024; /* shared memory of the WHOLE variant: two CTAs per SM fit */
 
 struct mma_params {
     const uint4 *data;
@@ -77,6 +78,24 @@ __device__ __forceinline__ uint4 load_a8(const mma_params &p, int r, int k)
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+/* Stores 8 activations into the staging area: as they are (bf16), or split into bf16 hi at dst and lo
+ * `plane_words` further (fp16). */
+template <bool FP16A>
+__device__ __forceinline__ void store_a8(uint32_t *dst, int plane_words, uint4 v)
+{
+    if (FP16A) {
+        uint4 hi, lo;
+        qmm__fp16x2_split(v.x, hi.x, lo.x);
+        qmm__fp16x2_split(v.y, hi.y, lo.y);
+        qmm__fp16x2_split(v.z, hi.z, lo.z);
+        qmm__fp16x2_split(v.w, hi.w, lo.w);
+        *reinterpret_cast<uint4 *>(dst) = hi;
+        *reinterpret_cast<uint4 *>(dst + plane_words) = lo;
+    } else {
+        *reinterpret_cast<uint4 *>(dst) = v;
+    }
+}
+
 template <int ENC, bool FP16A, int NB>
 struct stage_config {
     static constexpr int rows = 8 * NB;
@@ -90,162 +109,90 @@ struct stage_config {
     static constexpr int unroll = depth / tiles_per_step;         /* steps per ring turn */
 };
 
-template <int ENC, bool FP16A, int NB>
-__global__ void __launch_bounds__(kThreads) mma_kernel(mma_params p)
+/* One weight tile of this lane against the staged activations: decode the 16 bytes into fragments,
+ * multiply by the block factors, and accumulate with NB groups of 8 rows of A. `st` is the staged A
+ * (plane 0; plane 1, the fp16 low parts, `plane_words` further), `stride` its row stride in words and
+ * `kt0` the first 16-column k-tile of this tile in it. With CHAINS = 2 the even and odd k-tiles go to
+ * two accumulator sets, halving the dependent MMA chain of the one-group GEMV. */
+template <int ENC, bool FP16A, int NB, int CHAINS>
+__device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2 sc, const uint32_t *st, int stride,
+                                             int plane_words, int kt0, float (&acc)[CHAINS][NB][4])
 {
-    using cfg = stage_config<ENC, FP16A, NB>;
-    using tr = enc_traits<ENC>;
-    extern __shared__ __align__(16) uint32_t smem[];
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    const int mtile = blockIdx.x % p.mtiles, rest = blockIdx.x / p.mtiles;
-    const int split = rest % p.splits, sgroup = rest / p.splits;
-    const int strip = sgroup * kWarps + warp;
-    const bool active = strip < p.strips;
-    const int c0 = split * p.cps, c1 = min(c0 + p.cps, p.chunks);
-    const int steps = (c1 - c0 + cfg::tiles_per_step - 1) / cfg::tiles_per_step;
-    const int m0 = mtile * cfg::rows;
-
-    /* ---- the weight ring ---- */
-    const uint4 *dp = p.data + (size_t)(active ? strip : 0) * p.chunks * 32 + lane;
-    const uint8_t *sp = p.scales ? p.scales + (size_t)(active ? strip : 0) * p.chunks * tr::scale_tile + g * tr::scale_lane : nullptr;
-    uint4 ring[cfg::depth];
-    uint2 sring[cfg::depth];
-#pragma unroll
-    for (int u = 0; u < cfg::depth; u++)
-        if (active && c0 + u < c1) {
-            ring[u] = __ldcs(dp + (size_t)(c0 + u) * 32);
-            sring[u] = load_scales<ENC>(sp, c0 + u);
-        }
-
-    /* ---- activations: step 0 into stage 0 ---- */
-    uint4 stage_regs[cfg::per_thread];
-    auto load_step = [&](int s) {
-        const int kk = (c0 + s * cfg::tiles_per_step) * tr::tile_k;
-#pragma unroll
-        for (int i = 0; i < cfg::per_thread; i++) {
-            const int v = tid + i * kThreads;
-            if (v < cfg::vecs) stage_regs[i] = load_a8(p, m0 + v / (kStepK / 8), kk + (v % (kStepK / 8)) * 8);
-        }
-    };
-    auto store_step = [&](int stage) {
-        uint32_t *base = smem + stage * cfg::planes * cfg::words;
-#pragma unroll
-        for (int i = 0; i < cfg::per_thread; i++) {
-            const int v = tid + i * kThreads;
-            if (v >= cfg::vecs) continue;
-            const int r = v / (kStepK / 8), col = (v % (kStepK / 8)) * 8;
-            uint4 *dst = reinterpret_cast<uint4 *>(base + r * (kRow / 2) + col / 2);
-            if (FP16A) {
-                uint4 hi, lo;
-                qmm__fp16x2_split(stage_regs[i].x, hi.x, lo.x);
-                qmm__fp16x2_split(stage_regs[i].y, hi.y, lo.y);
-                qmm__fp16x2_split(stage_regs[i].z, hi.z, lo.z);
-                qmm__fp16x2_split(stage_regs[i].w, hi.w, lo.w);
-                dst[0] = hi;
-                *reinterpret_cast<uint4 *>(base + cfg::words + r * (kRow / 2) + col / 2) = lo;
-            } else {
-                dst[0] = stage_regs[i];
-            }
-        }
-    };
-    if (steps > 0) {
-        load_step(0);
-        store_step(0);
-    }
-    __syncthreads();
-
-    float acc[NB][4];
-#pragma unroll
-    for (int nb = 0; nb < NB; nb++) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
-
-    /* one 16-column k-tile: the fragment a against NB groups of A rows from stage `st`, columns kt*16 */
-    auto mma_ktile = [&](const uint32_t (&a)[4], const uint32_t *st, int kt) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    auto ktile = [&](const uint32_t (&a)[4], int kt) {
+        float(&ac)[NB][4] = acc[kt % CHAINS];
 #pragma unroll
         for (int nb = 0; nb < NB; nb++) {
-            const uint32_t *row = st + (8 * nb + g) * (kRow / 2) + kt * 8 + t;
-            qmm__mma_bf16(acc[nb], a, row[0], row[4]);
-            if (FP16A) {
-                const uint32_t *lrow = row + cfg::words;
-                qmm__mma_bf16(acc[nb], a, lrow[0], lrow[4]);
-            }
+            const uint32_t *row = st + (8 * nb + g) * stride + kt * 8 + t;
+            qmm__mma_bf16(ac[nb], a, row[0], row[4]);
+            if (FP16A) qmm__mma_bf16(ac[nb], a, row[plane_words], row[plane_words + 4]);
         }
     };
-
-    for (int s0 = 0; s0 < steps; s0 += cfg::unroll) {
+    const uint32_t w[4] = {d.x, d.y, d.z, d.w};
+    if constexpr (ENC == QMM__ENC_FP8) {
 #pragma unroll
-        for (int u = 0; u < cfg::unroll; u++) {
-            const int s = s0 + u;
-            if (s >= steps) break;
-            if (s + 1 < steps) load_step(s + 1);
-            const uint32_t *st = smem + (s & 1) * cfg::planes * cfg::words;
+        for (int j = 0; j < 2; j++) {
+            uint32_t a[4];
+            a[0] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j]), QMM__FP8_FACTOR);
+            a[1] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j] >> 8), QMM__FP8_FACTOR);
+            a[2] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j + 1]), QMM__FP8_FACTOR);
+            a[3] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j + 1] >> 8), QMM__FP8_FACTOR);
+            ktile(a, kt0 + j);
+        }
+    } else {
 #pragma unroll
-            for (int tt = 0; tt < cfg::tiles_per_step; tt++) {
-                const int c = c0 + s * cfg::tiles_per_step + tt, q = u * cfg::tiles_per_step + tt; /* q: ring slot */
-                if (!active || c >= c1) continue;
-                const uint4 d = ring[q];
-                const uint2 sc = sring[q];
-                if (c + cfg::depth < c1) {
-                    ring[q] = __ldcs(dp + (size_t)(c + cfg::depth) * 32);
-                    sring[q] = load_scales<ENC>(sp, c + cfg::depth);
-                }
-                const uint32_t w[4] = {d.x, d.y, d.z, d.w};
-                if constexpr (ENC == QMM__ENC_FP8) {
-#pragma unroll
-                    for (int j = 0; j < 2; j++) {
-                        uint32_t a[4];
-                        a[0] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j]), QMM__FP8_FACTOR);
-                        a[1] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j] >> 8), QMM__FP8_FACTOR);
-                        a[2] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j + 1]), QMM__FP8_FACTOR);
-                        a[3] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j + 1] >> 8), QMM__FP8_FACTOR);
-                        mma_ktile(a, st, tt * 2 + j);
-                    }
-                } else {
-#pragma unroll
-                    for (int j = 0; j < 4; j++) {
-                        uint32_t f0, f1;
-                        if constexpr (ENC == QMM__ENC_NVFP4) {
-                            f0 = qmm__nvfp4_factor((sc.x >> (8 * j)) & 0xffu);
-                            f1 = qmm__nvfp4_factor((sc.y >> (8 * j)) & 0xffu);
-                        } else {
-                            f0 = qmm__mxfp4_factor((sc.x >> (8 * (j >> 1))) & 0xffu, p.mx_off);
-                            f1 = qmm__mxfp4_factor((sc.x >> (16 + 8 * (j >> 1))) & 0xffu, p.mx_off);
-                        }
-                        uint32_t a[4];
-                        a[0] = qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j]), f0);
-                        a[1] = qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 4), f1);
-                        a[2] = qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 8), f0);
-                        a[3] = qmm__bf16x2_mul(qmm__e2m1x2_to_bf16x2(w[j] >> 12), f1);
-                        mma_ktile(a, st, tt * 4 + j);
-                    }
-                }
+        for (int j = 0; j < 4; j++) {
+            uint32_t f0, f1;
+            if constexpr (ENC == QMM__ENC_NVFP4) {
+                f0 = qmm__nvfp4_factor((sc.x >> (8 * j)) & 0xffu);
+                f1 = qmm__nvfp4_factor((sc.y >> (8 * j)) & 0xffu);
+            } else {
+                f0 = qmm__mxfp4_factor((sc.x >> (8 * (j >> 1))) & 0xffu, p.mx_off);
+                f1 = qmm__mxfp4_factor((sc.x >> (16 + 8 * (j >> 1))) & 0xffu, p.mx_off);
             }
-            if (s + 1 < steps) store_step((s + 1) & 1); /* nobody reads that stage until the barrier */
-            __syncthreads();
+            uint32_t a[4];
+            qmm__e2m1_word_decode(w[j], a);
+            a[0] = qmm__bf16x2_mul(a[0], f0);
+            a[1] = qmm__bf16x2_mul(a[1], f1);
+            a[2] = qmm__bf16x2_mul(a[2], f0);
+            a[3] = qmm__bf16x2_mul(a[3], f1);
+            ktile(a, kt0 + j);
         }
     }
-    if (!active) return;
+}
 
-    /* acc[nb][0], [1]: W row g, A rows m0 + 8nb + 2t (+1); acc[nb][2], [3]: W row g + 8 */
-    const int n0 = strip * 16 + g;
+/* The end of a unit: the epilogue directly, or split-K partials and the last arrival's reduction. */
+template <int NB, int CHAINS>
+__device__ __forceinline__ void finish_unit(const mma_params &p, const float (&acc)[CHAINS][NB][4], int strip, int split,
+                                            int mtile, int rows)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    float sum[NB][4];
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) sum[nb][i] = CHAINS == 2 ? acc[0][nb][i] + acc[CHAINS - 1][nb][i] : acc[0][nb][i];
+    /* sum[nb][0], [1]: W row g, A rows m0 + 8nb + 2t (+1); sum[nb][2], [3]: W row g + 8 */
+    const int n0 = strip * 16 + g, m0 = mtile * rows;
     if (p.splits == 1) {
 #pragma unroll
         for (int nb = 0; nb < NB; nb++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int m = m0 + 8 * nb + 2 * t + (i & 1), n = n0 + 8 * (i >> 1);
-                if (m < p.m && n < p.n) qmm__epilogue_store(p.e, (size_t)m, (size_t)n, acc[nb][i]);
+                if (m < p.m && n < p.n) qmm__epilogue_store(p.e, (size_t)m, (size_t)n, sum[nb][i]);
             }
         return;
     }
-    const int mstride = min(cfg::rows, p.m);     /* rows of A stored per unit */
-    const int mvalid = min(cfg::rows, p.m - m0); /* rows of A in this tile */
+    const int mstride = min(rows, p.m);     /* rows of A stored per unit */
+    const int mvalid = min(rows, p.m - m0); /* rows of A in this tile */
     float *part = p.partials + (((size_t)mtile * p.strips + strip) * p.splits) * mstride * 16;
 #pragma unroll
     for (int nb = 0; nb < NB; nb++)
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int mi = 8 * nb + 2 * t + (i & 1), r = g + 8 * (i >> 1);
-            if (mi < mvalid) part[(size_t)split * mstride * 16 + mi * 16 + r] = acc[nb][i];
+            if (mi < mvalid) part[(size_t)split * mstride * 16 + mi * 16 + r] = sum[nb][i];
         }
     __threadfence();
     __syncwarp(); /* every lane's partials are fenced before lane 0 announces them */
@@ -267,6 +214,164 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(mma_params p)
             const int n = n0 + 8 * (i >> 1);
             if (n < p.n) qmm__epilogue_store(p.e, (size_t)(m0 + mi), (size_t)n, tot);
         }
+}
+
+/* The unit this warp works on, from the grid of (strip group, split, M tile), M tiles fastest. */
+struct unit_info {
+    int strip, split, mtile, c0, c1;
+    bool active;
+};
+
+__device__ __forceinline__ unit_info unit_of(const mma_params &p)
+{
+    unit_info u;
+    u.mtile = blockIdx.x % p.mtiles;
+    const int rest = blockIdx.x / p.mtiles;
+    u.split = rest % p.splits;
+    u.strip = (rest / p.splits) * kWarps + (threadIdx.x >> 5);
+    u.active = u.strip < p.strips;
+    u.c0 = u.split * p.cps;
+    u.c1 = min(u.c0 + p.cps, p.chunks);
+    return u;
+}
+
+/* STEP: activations staged 128 columns at a time, double buffered (any NB; a barrier per step). */
+template <int ENC, bool FP16A, int NB>
+__global__ void __launch_bounds__(kThreads) mma_kernel(mma_params p)
+{
+    using cfg = stage_config<ENC, FP16A, NB>;
+    using tr = enc_traits<ENC>;
+    constexpr int CHAINS = NB == 1 ? 2 : 1;
+    extern __shared__ __align__(16) uint32_t smem[];
+    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2;
+    const unit_info u = unit_of(p);
+    const int c0 = u.c0, c1 = u.c1;
+    const int steps = (c1 - c0 + cfg::tiles_per_step - 1) / cfg::tiles_per_step;
+    const int m0 = u.mtile * cfg::rows;
+
+    const uint4 *dp = p.data + (size_t)(u.active ? u.strip : 0) * p.chunks * 32 + lane;
+    const uint8_t *sp = p.scales ? p.scales + (size_t)(u.active ? u.strip : 0) * p.chunks * tr::scale_tile + g * tr::scale_lane : nullptr;
+    uint4 ring[cfg::depth];
+    uint2 sring[cfg::depth];
+#pragma unroll
+    for (int q = 0; q < cfg::depth; q++)
+        if (u.active && c0 + q < c1) {
+            ring[q] = __ldcs(dp + (size_t)(c0 + q) * 32);
+            sring[q] = load_scales<ENC>(sp, c0 + q);
+        }
+
+    uint4 stage_regs[cfg::per_thread];
+    auto load_step = [&](int s) {
+        const int kk = (c0 + s * cfg::tiles_per_step) * tr::tile_k;
+#pragma unroll
+        for (int i = 0; i < cfg::per_thread; i++) {
+            const int v = tid + i * kThreads;
+            if (v < cfg::vecs) stage_regs[i] = load_a8(p, m0 + v / (kStepK / 8), kk + (v % (kStepK / 8)) * 8);
+        }
+    };
+    auto store_step = [&](int stage) {
+        uint32_t *base = smem + stage * cfg::planes * cfg::words;
+#pragma unroll
+        for (int i = 0; i < cfg::per_thread; i++) {
+            const int v = tid + i * kThreads;
+            if (v >= cfg::vecs) continue;
+            const int r = v / (kStepK / 8), col = (v % (kStepK / 8)) * 8;
+            store_a8<FP16A>(base + r * (kRow / 2) + col / 2, cfg::words, stage_regs[i]);
+        }
+    };
+    if (steps > 0) {
+        load_step(0);
+        store_step(0);
+    }
+    __syncthreads();
+
+    float acc[CHAINS][NB][4];
+#pragma unroll
+    for (int c = 0; c < CHAINS; c++)
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) acc[c][nb][0] = acc[c][nb][1] = acc[c][nb][2] = acc[c][nb][3] = 0.0f;
+
+    for (int s0 = 0; s0 < steps; s0 += cfg::unroll) {
+#pragma unroll
+        for (int uu = 0; uu < cfg::unroll; uu++) {
+            const int s = s0 + uu;
+            if (s >= steps) break;
+            if (s + 1 < steps) load_step(s + 1);
+            const uint32_t *st = smem + (s & 1) * cfg::planes * cfg::words;
+#pragma unroll
+            for (int tt = 0; tt < cfg::tiles_per_step; tt++) {
+                const int c = c0 + s * cfg::tiles_per_step + tt, q = uu * cfg::tiles_per_step + tt; /* q: ring slot */
+                if (!u.active || c >= c1) continue;
+                const uint4 d = ring[q];
+                const uint2 sc = sring[q];
+                if (c + cfg::depth < c1) {
+                    ring[q] = __ldcs(dp + (size_t)(c + cfg::depth) * 32);
+                    sring[q] = load_scales<ENC>(sp, c + cfg::depth);
+                }
+                compute_tile<ENC, FP16A, NB, CHAINS>(p, d, sc, st, kRow / 2, cfg::words, tt * (tr::tile_k / 16), acc);
+            }
+            if (s + 1 < steps) store_step((s + 1) & 1); /* nobody reads that stage until the barrier */
+            __syncthreads();
+        }
+    }
+    if (u.active) finish_unit<NB, CHAINS>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
+}
+
+/* WHOLE: the CTA's whole K range of activations staged once, then every warp streams its tiles with no
+ * further barrier (NB = 1 and 2, when it fits in shared memory). Row stride: the range plus 8 columns,
+ * which keeps the fragment reads conflict-free. */
+template <int ENC, bool FP16A, int NB>
+__global__ void __launch_bounds__(kThreads) mma_kernel_whole(mma_params p)
+{
+    using cfg = stage_config<ENC, FP16A, NB>;
+    using tr = enc_traits<ENC>;
+    constexpr int CHAINS = NB == 1 ? 2 : 1;
+    extern __shared__ __align__(16) uint32_t smem[];
+    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2;
+    const unit_info u = unit_of(p);
+    const int c0 = u.c0, c1 = u.c1;
+    const int m0 = u.mtile * cfg::rows;
+    const int klen = p.cps * tr::tile_k, stride = klen / 2 + 4, plane_words = cfg::rows * stride;
+
+    const uint4 *dp = p.data + (size_t)(u.active ? u.strip : 0) * p.chunks * 32 + lane;
+    const uint8_t *sp = p.scales ? p.scales + (size_t)(u.active ? u.strip : 0) * p.chunks * tr::scale_tile + g * tr::scale_lane : nullptr;
+    uint4 ring[cfg::depth];
+    uint2 sring[cfg::depth];
+#pragma unroll
+    for (int q = 0; q < cfg::depth; q++)
+        if (u.active && c0 + q < c1) {
+            ring[q] = __ldcs(dp + (size_t)(c0 + q) * 32);
+            sring[q] = load_scales<ENC>(sp, c0 + q);
+        }
+    /* stage A[m0 .. m0 + rows) x [c0 * tile_k, + klen) */
+    const int per_row = klen / 8, kbase = c0 * tr::tile_k;
+    for (int v = tid; v < cfg::rows * per_row; v += kThreads) {
+        const int r = v / per_row, col = (v % per_row) * 8;
+        store_a8<FP16A>(smem + r * stride + col / 2, plane_words, load_a8(p, m0 + r, kbase + col));
+    }
+    __syncthreads();
+    if (!u.active) return;
+
+    float acc[CHAINS][NB][4];
+#pragma unroll
+    for (int c = 0; c < CHAINS; c++)
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) acc[c][nb][0] = acc[c][nb][1] = acc[c][nb][2] = acc[c][nb][3] = 0.0f;
+    for (int cb = c0; cb < c1; cb += cfg::depth) {
+#pragma unroll
+        for (int q = 0; q < cfg::depth; q++) {
+            const int c = cb + q;
+            if (c >= c1) break;
+            const uint4 d = ring[q];
+            const uint2 sc = sring[q];
+            if (c + cfg::depth < c1) {
+                ring[q] = __ldcs(dp + (size_t)(c + cfg::depth) * 32);
+                sring[q] = load_scales<ENC>(sp, c + cfg::depth);
+            }
+            compute_tile<ENC, FP16A, NB, CHAINS>(p, d, sc, smem, stride, plane_words, (c - c0) * (tr::tile_k / 16), acc);
+        }
+    }
+    finish_unit<NB, CHAINS>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
 }
 
 /* The split of K: a function of the weight's shape and the SM count only, never of M or of the kernel
@@ -299,6 +404,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     static bool configured = false;
     if (!configured) {
         cudaError_t e = cudaFuncSetAttribute(mma_kernel<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::bytes);
+        if (e == cudaSuccess && NB <= 2)
+            e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, kWholeMax);
         if (e != cudaSuccess) return e;
         configured = true;
     }
@@ -311,7 +418,11 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     p.cps = (p.chunks + splits - 1) / splits;
     p.splits = (p.chunks + p.cps - 1) / p.cps;
     const long long grid = (long long)((p.strips + kWarps - 1) / kWarps) * p.splits * p.mtiles;
-    mma_kernel<ENC, FP16A, NB><<<(unsigned)grid, kThreads, cfg::bytes, s>>>(p);
+    const size_t whole = (size_t)cfg::planes * cfg::rows * ((size_t)p.cps * enc_traits<ENC>::tile_k / 2 + 4) * 4;
+    if (NB <= 2 && whole <= (size_t)kWholeMax)
+        mma_kernel_whole<ENC, FP16A, NB><<<(unsigned)grid, kThreads, whole, s>>>(p);
+    else
+        mma_kernel<ENC, FP16A, NB><<<(unsigned)grid, kThreads, cfg::bytes, s>>>(p);
     return cudaGetLastError();
 }
 

@@ -145,8 +145,8 @@ static int qmm__row_plain(const qmm_weight *w, const qmm__cuda_layout *l, size_t
     return 1;
 }
 
-/* Interior E2M1 tiles (16 full rows, 64 columns inside K, no transform): nibbles k and k + 1 of a row
- * share a byte, so each word is four bytes of rows r0 and r0 + 8 spread into eight nibbles. */
+/* Interior E2M1 tiles (16 full rows, 64 columns inside K, no transform): codes k and k + 1 of a row share
+ * a byte, so each register's two codes are one byte of row r0 or r0 + 8. */
 static void qmm__fill_fp4_fast(const qmm_weight *w, size_t s, size_t ch, uint8_t *tile)
 {
     const size_t row_bytes = w->k / 2 + (w->k & 1);
@@ -155,9 +155,10 @@ static void qmm__fill_fp4_fast(const qmm_weight *w, size_t s, size_t ch, uint8_t
         const uint8_t *p0 = w->data + (s * 16 + g) * row_bytes + ch * 32 + t, *p1 = p0 + 8 * row_bytes;
         uint32_t words[4];
         for (int j = 0; j < 4; j++) {
-            const uint32_t b00 = p0[8 * j], b10 = p1[8 * j], b01 = p0[8 * j + 4], b11 = p1[8 * j + 4];
-            words[j] = (b00 & 15) | (b10 & 15) << 4 | (b01 & 15) << 8 | (b11 & 15) << 12 | (b00 >> 4) << 16 |
-                       (b10 >> 4) << 20 | (b01 >> 4) << 24 | (b11 >> 4) << 28;
+            const uint8_t b[4] = {p0[8 * j], p1[8 * j], p0[8 * j + 4], p1[8 * j + 4]}; /* R0..R3 */
+            uint8_t codes[4][2];
+            for (int R = 0; R < 4; R++) codes[R][0] = (uint8_t)(b[R] & 15), codes[R][1] = (uint8_t)(b[R] >> 4);
+            words[j] = qmm__e2m1_word_pack(codes);
         }
         memcpy(tile + lane * 16, words, 16);
     }
@@ -210,14 +211,14 @@ void qmm__cuda_fill_layout(const qmm_weight *w, const qmm__cuda_layout *l, uint8
                 } else {
                     for (int j = 0; j < 4; j++) {
                         const size_t k = ch * 64 + 16 * (size_t)j + 2 * t;
-                        /* nibble i: register R = i & 3 (rows r0 / r1, columns k / k + 8), element i >> 2 */
-                        uint32_t q = 0;
-                        for (int i = 0; i < 8; i++) {
-                            const int R = i & 3;
-                            const size_t r = (R & 1) ? r1 : r0, c = k + (size_t)(i >> 2) + 8 * (size_t)(R >> 1);
-                            q |= (uint32_t)qmm__tile_e2m1(w, l, r, c) << (4 * i);
-                        }
-                        words[j] = q;
+                        /* register R: rows r0 / r1 (R & 1), columns k / k + 8 (R >> 1); element e adds e */
+                        uint8_t codes[4][2];
+                        for (int R = 0; R < 4; R++)
+                            for (int e = 0; e < 2; e++) {
+                                const size_t r = (R & 1) ? r1 : r0, c = k + (size_t)e + 8 * (size_t)(R >> 1);
+                                codes[R][e] = qmm__tile_e2m1(w, l, r, c);
+                            }
+                        words[j] = qmm__e2m1_word_pack(codes);
                     }
                 }
                 memcpy(tile + lane * 16, words, 16);
@@ -261,8 +262,9 @@ float qmm__cuda_emulate_decode(const qmm__cuda_layout *l, const uint8_t *data, c
     } else {
         uint32_t word;
         memcpy(&word, tile + 4 * j, 4);
-        const size_t R = hi + 2 * second;
-        pair = qmm__e2m1x2_to_bf16x2(word >> (4 * R));
+        uint32_t regs[4];
+        qmm__e2m1_word_decode(word, regs);
+        pair = regs[hi + 2 * second];
         if (l->enc == QMM__ENC_NVFP4) {
             factor = (uint16_t)qmm__nvfp4_factor(scales[(s * l->chunks + ch) * 64 + g * 8 + hi * 4 + j]);
         } else {
