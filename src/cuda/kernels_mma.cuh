@@ -25,6 +25,8 @@
 
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "decode.h"
 #include "device_common.cuh"
 
@@ -104,7 +106,7 @@ struct stage_config {
     static constexpr int bytes = 2 * planes * words * 4;          /* two stages */
     static constexpr int vecs = rows * (kStepK / 8);              /* 16-byte pieces of A per step */
     static constexpr int per_thread = (vecs + kThreads - 1) / kThreads;
-    static constexpr int depth = NB <= 2 ? 8 : 4;                 /* W tiles in flight per lane */
+    static constexpr int depth = 4;                               /* W tiles in flight per lane */
     static constexpr int tiles_per_step = kStepK / enc_traits<ENC>::tile_k;
     static constexpr int unroll = depth / tiles_per_step;         /* steps per ring turn */
 };
@@ -119,8 +121,10 @@ __device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2
                                              int plane_words, int kt0, float (&acc)[CHAINS][NB][4])
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    auto ktile = [&](const uint32_t (&a)[4], int kt) {
-        float(&ac)[NB][4] = acc[kt % CHAINS];
+    /* kt0 is even, so the chain of k-tile kt0 + j is j % CHAINS: known at compile time, which keeps the
+     * accumulators in registers */
+    auto ktile = [&](const uint32_t (&a)[4], int kt, auto chain) {
+        float(&ac)[NB][4] = acc[decltype(chain)::value];
 #pragma unroll
         for (int nb = 0; nb < NB; nb++) {
             const uint32_t *row = st + (8 * nb + g) * stride + kt * 8 + t;
@@ -137,7 +141,8 @@ __device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2
             a[1] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j] >> 8), QMM__FP8_FACTOR);
             a[2] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j + 1]), QMM__FP8_FACTOR);
             a[3] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j + 1] >> 8), QMM__FP8_FACTOR);
-            ktile(a, kt0 + j);
+            if (j % CHAINS == 0) ktile(a, kt0 + j, std::integral_constant<int, 0>());
+            else ktile(a, kt0 + j, std::integral_constant<int, CHAINS - 1>());
         }
     } else {
 #pragma unroll
@@ -156,7 +161,8 @@ __device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2
             a[1] = qmm__bf16x2_mul(a[1], f1);
             a[2] = qmm__bf16x2_mul(a[2], f0);
             a[3] = qmm__bf16x2_mul(a[3], f1);
-            ktile(a, kt0 + j);
+            if (j % CHAINS == 0) ktile(a, kt0 + j, std::integral_constant<int, 0>());
+            else ktile(a, kt0 + j, std::integral_constant<int, CHAINS - 1>());
         }
     }
 }
@@ -237,7 +243,7 @@ __device__ __forceinline__ unit_info unit_of(const mma_params &p)
 
 /* STEP: activations staged 128 columns at a time, double buffered (any NB; a barrier per step). */
 template <int ENC, bool FP16A, int NB>
-__global__ void __launch_bounds__(kThreads) mma_kernel(mma_params p)
+__global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_params p)
 {
     using cfg = stage_config<ENC, FP16A, NB>;
     using tr = enc_traits<ENC>;
@@ -321,7 +327,7 @@ __global__ void __launch_bounds__(kThreads) mma_kernel(mma_params p)
  * further barrier (NB = 1 and 2, when it fits in shared memory). Row stride: the range plus 8 columns,
  * which keeps the fragment reads conflict-free. */
 template <int ENC, bool FP16A, int NB>
-__global__ void __launch_bounds__(kThreads) mma_kernel_whole(mma_params p)
+__global__ void __launch_bounds__(kThreads, 3) mma_kernel_whole(mma_params p)
 {
     using cfg = stage_config<ENC, FP16A, NB>;
     using tr = enc_traits<ENC>;
@@ -404,8 +410,9 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     static bool configured = false;
     if (!configured) {
         cudaError_t e = cudaFuncSetAttribute(mma_kernel<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::bytes);
-        if (e == cudaSuccess && NB <= 2)
-            e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, kWholeMax);
+        if constexpr (NB <= 2)
+            if (e == cudaSuccess)
+                e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, kWholeMax);
         if (e != cudaSuccess) return e;
         configured = true;
     }
@@ -419,10 +426,13 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     p.splits = (p.chunks + p.cps - 1) / p.cps;
     const long long grid = (long long)((p.strips + kWarps - 1) / kWarps) * p.splits * p.mtiles;
     const size_t whole = (size_t)cfg::planes * cfg::rows * ((size_t)p.cps * enc_traits<ENC>::tile_k / 2 + 4) * 4;
-    if (NB <= 2 && whole <= (size_t)kWholeMax)
-        mma_kernel_whole<ENC, FP16A, NB><<<(unsigned)grid, kThreads, whole, s>>>(p);
-    else
-        mma_kernel<ENC, FP16A, NB><<<(unsigned)grid, kThreads, cfg::bytes, s>>>(p);
+    bool launched = false;
+    if constexpr (NB <= 2)
+        if (whole <= (size_t)kWholeMax) {
+            mma_kernel_whole<ENC, FP16A, NB><<<(unsigned)grid, kThreads, whole, s>>>(p);
+            launched = true;
+        }
+    if (!launched) mma_kernel<ENC, FP16A, NB><<<(unsigned)grid, kThreads, cfg::bytes, s>>>(p);
     return cudaGetLastError();
 }
 
