@@ -46,16 +46,19 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
 }
 
 /* ---- the dispatcher's table ----
- * Per encoding: the largest M for which the GEMV path (the tensor-core kernel with one 8-row group) is
- * chosen, and the largest for the fused path (groups of 16, 32 or 64 rows); above, materialize. From
- * `qmm bench --path gemv|fused|materialize` on the default shapes (BENCHMARKS.md, CUDA section). */
+ * Per encoding: the largest M for the GEMV path (the tensor-core kernel with one 8-row group of A), and
+ * for the fused path (16-, 32- or 64-row groups), which is larger for weights of at least
+ * fused_large_elements; above, materialize. Measured on an H200 with `qmm bench --path fused` against
+ * `--path materialize` over the default shapes (2026-11-29, BENCHMARKS.md): fused is faster up to M = 32
+ * on every shape and at M = 64 on the three shapes of 113 M elements or more (8192 x 28672: 247 us
+ * against 413 us), materialize from M = 128 (28672 x 8192, NVFP4: 409 us against 470 us). */
 static const struct {
     qmm__cuda_encoding enc;
-    size_t gemv_max_m, fused_max_m;
+    size_t gemv_max_m, fused_max_m, fused_max_m_large, fused_large_elements;
 } qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 256},
-    {QMM__ENC_MXFP4, 8, 256},
-    {QMM__ENC_FP8, 8, 256},
+    {QMM__ENC_NVFP4, 8, 32, 64, (size_t)100 << 20},
+    {QMM__ENC_MXFP4, 8, 32, 64, (size_t)100 << 20},
+    {QMM__ENC_FP8, 8, 32, 64, (size_t)100 << 20},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
@@ -65,7 +68,9 @@ static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
     for (size_t i = 0; i < sizeof qmm__cuda_thresholds / sizeof qmm__cuda_thresholds[0]; i++)
         if (qmm__cuda_thresholds[i].enc == p->enc) {
             if (m <= qmm__cuda_thresholds[i].gemv_max_m) return QMM_PATH_GEMV;
-            return m <= qmm__cuda_thresholds[i].fused_max_m ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
+            const size_t fmax = p->n * p->k >= qmm__cuda_thresholds[i].fused_large_elements ? qmm__cuda_thresholds[i].fused_max_m_large
+                                                                                          : qmm__cuda_thresholds[i].fused_max_m;
+            return m <= fmax ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
         }
     return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
 }
