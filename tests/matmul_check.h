@@ -18,16 +18,16 @@ typedef struct mm_case {
     size_t lda_pad, ldc_pad;   /* extra elements per row of A and C */
 } mm_case;
 
-static size_t mm_elem(qmm_dtype t) { return t == QMM_DTYPE_FP32 ? 4 : 2; }
+static inline size_t mm_elem(qmm_dtype t) { return t == QMM_DTYPE_FP32 ? 4 : 2; }
 
-static float mm_load(qmm_dtype t, const void *p, size_t i)
+static inline float mm_load(qmm_dtype t, const void *p, size_t i)
 {
     if (t == QMM_DTYPE_FP32) return ((const float *)p)[i];
     if (t == QMM_DTYPE_BF16) return qmm_bf16_to_fp32(((const uint16_t *)p)[i]);
     return qmm_fp16_to_fp32(((const uint16_t *)p)[i]);
 }
 
-static void mm_store(qmm_dtype t, void *p, size_t i, float v)
+static inline void mm_store(qmm_dtype t, void *p, size_t i, float v)
 {
     if (t == QMM_DTYPE_FP32) ((float *)p)[i] = v;
     else if (t == QMM_DTYPE_BF16) ((uint16_t *)p)[i] = qmm_fp32_to_bf16(v);
@@ -35,7 +35,7 @@ static void mm_store(qmm_dtype t, void *p, size_t i, float v)
 }
 
 /* One unit in the last place of the output type at |v|. */
-static double mm_ulp(qmm_dtype t, double v)
+static inline double mm_ulp(qmm_dtype t, double v)
 {
     int bits = t == QMM_DTYPE_FP32 ? 23 : t == QMM_DTYPE_BF16 ? 7 : 10;
     int emin = t == QMM_DTYPE_FP16 ? -14 : -126;
@@ -45,7 +45,7 @@ static double mm_ulp(qmm_dtype t, double v)
 }
 
 /* A random n x k weight with rows of different magnitudes. */
-static void mm_random_weight(qmm_weight *w, qmm_format f, size_t n, size_t k)
+static inline void mm_random_weight(qmm_weight *w, qmm_format f, size_t n, size_t k)
 {
     float *src = malloc(n * k * sizeof(float));
     for (size_t i = 0; i < n * k; i++) src[i] = (float)(harness_normal() * ldexp(1.0, (int)((i / k) % 7) - 3));
@@ -55,7 +55,7 @@ static void mm_random_weight(qmm_weight *w, qmm_format f, size_t n, size_t k)
 }
 
 /* Uploads `bytes` of host data into a new buffer of ctx. */
-static void *mm_upload(qmm_context *ctx, const void *host, size_t bytes)
+static inline void *mm_upload(qmm_context *ctx, const void *host, size_t bytes)
 {
     void *p = NULL;
     CHECK_OK(qmm_buffer_alloc(ctx, bytes, &p));
@@ -66,7 +66,7 @@ static void *mm_upload(qmm_context *ctx, const void *host, size_t bytes)
 /* Runs case c on ctx and on the reference context ref; returns the relative Frobenius error (or
  * INFINITY when the call failed). `label` prefixes failure messages. If `w_in` is not NULL it is used
  * as the (already prepared) weight instead of a fresh random one. */
-static double mm_check_with(qmm_context *ctx, qmm_context *ref, const mm_case *c, const char *label, qmm_weight *w_in)
+static inline double mm_check_with(qmm_context *ctx, qmm_context *ref, const mm_case *c, const char *label, qmm_weight *w_in)
 {
     const size_t m = c->m, n = c->n, k = c->k, lda = k + c->lda_pad, ldc = n + c->ldc_pad;
     qmm_weight wl, *w = w_in;
@@ -149,14 +149,14 @@ static double mm_check_with(qmm_context *ctx, qmm_context *ref, const mm_case *c
     return rel;
 }
 
-static double mm_check(qmm_context *ctx, qmm_context *ref, const mm_case *c, const char *label)
+static inline double mm_check(qmm_context *ctx, qmm_context *ref, const mm_case *c, const char *label)
 {
     return mm_check_with(ctx, ref, c, label, NULL);
 }
 
 /* Batch invariance: row r of C is bitwise the same whatever the other rows of A are, on one path.
  * Runs m1 rows and m2 rows whose row r0 (< both) is the same, with bf16 activations and fp32 output. */
-static void mm_check_batch_invariance(qmm_context *ctx, qmm_format f, size_t n, size_t k, size_t m1, size_t m2, const char *label)
+static inline void mm_check_batch_invariance(qmm_context *ctx, qmm_format f, size_t n, size_t k, size_t m1, size_t m2, const char *label)
 {
     qmm_weight w;
     mm_random_weight(&w, f, n, k);

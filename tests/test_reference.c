@@ -1,7 +1,7 @@
 /* The reference backend against a hand-worked product and against an independent computation in the
  * test (long double sums in a different order, epilogue written out again), on odd shapes, M = 1, K not
  * a multiple of the block, every epilogue, every output type, row strides; outputs poisoned first. */
-#include "harness.h"
+#include "matmul_check.h" /* mm_load, mm_store, mm_elem */
 
 static qmm_context *ref_ctx;
 
@@ -48,20 +48,6 @@ static void test_worked_example(void)
     qmm_weight_free(&w);
 }
 
-static float load(qmm_dtype t, const void *p, size_t i)
-{
-    if (t == QMM_DTYPE_FP32) return ((const float *)p)[i];
-    if (t == QMM_DTYPE_BF16) return qmm_bf16_to_fp32(((const uint16_t *)p)[i]);
-    return qmm_fp16_to_fp32(((const uint16_t *)p)[i]);
-}
-
-static void store(qmm_dtype t, void *p, size_t i, float v)
-{
-    if (t == QMM_DTYPE_FP32) ((float *)p)[i] = v;
-    else if (t == QMM_DTYPE_BF16) ((uint16_t *)p)[i] = qmm_fp32_to_bf16(v);
-    else ((uint16_t *)p)[i] = qmm_fp32_to_fp16(v);
-}
-
 static long double act_ld(long double x, qmm_activation a)
 {
     switch (a) {
@@ -77,18 +63,16 @@ static long double act_ld(long double x, qmm_activation a)
     }
 }
 
-static size_t elem_size(qmm_dtype t) { return t == QMM_DTYPE_FP32 ? 4 : 2; }
-
 /* One random case against the long-double oracle. */
 static void check_case(qmm_format f, size_t m, size_t n, size_t k, qmm_dtype at, qmm_dtype ct, qmm_activation act, int full_epilogue)
 {
     const size_t lda = k + harness_next() % 3, ldc = n + harness_next() % 3;
     float *wsrc = malloc(n * k * 4), *deq = malloc(n * k * 4), *bias = malloc(n * 4), *cs = malloc(n * 4);
-    void *a = malloc(m * lda * elem_size(at)), *c = malloc(m * ldc * elem_size(ct)), *cin = malloc(m * ldc * elem_size(ct));
+    void *a = malloc(m * lda * mm_elem(at)), *c = malloc(m * ldc * mm_elem(ct)), *cin = malloc(m * ldc * mm_elem(ct));
     for (size_t i = 0; i < n * k; i++) wsrc[i] = (float)(harness_normal() * ((i / k) % 5 == 0 ? 4.0 : 0.5));
-    for (size_t i = 0; i < m * lda; i++) store(at, a, i, (float)harness_normal());
+    for (size_t i = 0; i < m * lda; i++) mm_store(at, a, i, (float)harness_normal());
     for (size_t i = 0; i < n; i++) bias[i] = (float)harness_normal(), cs[i] = (float)(0.5 + harness_uniform());
-    for (size_t i = 0; i < m * ldc; i++) store(ct, cin, i, (float)harness_normal());
+    for (size_t i = 0; i < m * ldc; i++) mm_store(ct, cin, i, (float)harness_normal());
     qmm_weight w;
     CHECK_OK(qmm_weight_alloc(&w, f, n, k));
     CHECK_OK(qmm_quantize(QMM_RECIPE_DEFAULT, QMM_DTYPE_FP32, wsrc, k, &w));
@@ -98,21 +82,21 @@ static void check_case(qmm_format f, size_t m, size_t n, size_t k, qmm_dtype at,
     qmm_epilogue_init(&e);
     e.activation = act;
     if (full_epilogue) e.alpha = 0.75f, e.beta = -0.5f, e.bias = bias, e.column_scale = cs;
-    memcpy(c, cin, m * ldc * elem_size(ct));
+    memcpy(c, cin, m * ldc * mm_elem(ct));
     /* poison only the elements the call must write: beta reads C_in, the gaps of the stride stay */
     if (!full_epilogue)
-        for (size_t i = 0; i < m; i++) harness_poison((char *)c + i * ldc * elem_size(ct), n * elem_size(ct));
+        for (size_t i = 0; i < m; i++) harness_poison((char *)c + i * ldc * mm_elem(ct), n * mm_elem(ct));
     CHECK_OK(qmm_matmul(ref_ctx, m, at, a, lda, &w, ct, c, ldc, &e));
 
     for (size_t j = 0; j < n; j++) {
         long double gs = f == QMM_FORMAT_FP8_CHANNEL ? w.channel_scales[j] : (f == QMM_FORMAT_MXFP4 || f == QMM_FORMAT_BF16) ? 1.0L : w.tensor_scale;
         for (size_t i = 0; i < m; i++) {
             long double s = 0; /* summed from the end, unlike the reference */
-            for (size_t t = k; t-- > 0;) s += (long double)load(at, a, i * lda + t) * deq[j * k + t];
+            for (size_t t = k; t-- > 0;) s += (long double)mm_load(at, a, i * lda + t) * deq[j * k + t];
             long double v = s * gs;
-            if (full_epilogue) v = 0.75L * cs[j] * v + bias[j] - 0.5L * load(ct, cin, i * ldc + j);
+            if (full_epilogue) v = 0.75L * cs[j] * v + bias[j] - 0.5L * mm_load(ct, cin, i * ldc + j);
             v = act_ld(v, act);
-            float got = load(ct, c, i * ldc + j);
+            float got = mm_load(ct, c, i * ldc + j);
             /* fp32: the reference rounds its fp64 result once, so it is within an ulp of the long double
              * value; bf16 / fp16: within one ulp of the output type */
             int bits = ct == QMM_DTYPE_FP32 ? 23 : ct == QMM_DTYPE_BF16 ? 7 : 10;
