@@ -1,0 +1,46 @@
+/* The CPU backend's per-context state and the functions its files share. */
+#ifndef QMM_CPU_CPU_H
+#define QMM_CPU_CPU_H
+
+#include "../core/backend.h"
+#include "isa.h"
+#include "kernels.h"
+#include "threadpool.h"
+
+/* GEMM blocking (src/cpu/README.md): a thread owns blocks of QMM__NC columns x up to QMM__MC rows
+ * and walks K in steps of QMM__KC. A panel of 32 columns x QMM__KC (16 KB of bf16) stays in L1 while
+ * the MR-row tiles of A pass over it; the MC x KC block of A (256 KB of bf16) and the MC x NC partial
+ * sums (256 KB of fp32) stay in the 1 MB L2 of the development machine (Zen 4). */
+#define QMM__KC 256
+#define QMM__NC 128
+#define QMM__MC 512
+
+typedef struct qmm__cpu_state {
+    qmm__cpu_isa isa;
+    qmm__cpu_features features;
+    qmm__cpu_kernels kern;
+    qmm__pool *pool;
+    int nthreads;
+    char description[96];
+    uint8_t *thread_ws;         /* nthreads x thread_ws_bytes: panels and partial sums per thread */
+    size_t thread_ws_bytes;
+    float *a32;                 /* A converted to fp32 for the FMA kernels; grows to the largest m x k */
+    size_t a32_count;
+} qmm__cpu_state;
+
+/* dispatch.c: the path for m rows against w, from the measured thresholds. */
+qmm_path qmm__cpu_plan_path(const qmm__cpu_state *s, size_t m, const qmm_weight *w);
+
+/* layout.c: the prepared copy, and a view of a canonical weight in the same struct. */
+qmm_status qmm__cpu_prepare_weight(const qmm_weight *w, qmm__cpu_weight **out);
+void qmm__cpu_view_canonical(const qmm_weight *w, qmm__cpu_weight *out);
+qmm__cpu_kind qmm__cpu_kind_of(qmm_format f);
+
+/* driver.c: one matmul through the chosen path; the GEMM workspace each thread needs. */
+qmm_status qmm__cpu_matmul_run(qmm__cpu_state *s, const qmm__matmul_args *x, const qmm__cpu_weight *w);
+size_t qmm__cpu_thread_ws_bytes(void);
+
+/* measure.c */
+qmm_status qmm__cpu_measure(qmm__cpu_state *s, size_t bytes, qmm_machine_rates *out);
+
+#endif

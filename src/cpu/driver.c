@@ -1,0 +1,197 @@
+/* The two paths of the CPU backend and how threads share them (src/cpu/README.md):
+ * - GEMV (QMM_PATH_GEMV): the 16-row tiles of the prepared weight are split into one contiguous range
+ *   per thread; each thread makes one pass over its tiles for all rows of A.
+ * - GEMM (QMM_PATH_MATERIALIZE): the thread's blocks of QMM__NC columns x QMM__MC rows; for each step
+ *   of QMM__KC along K the block's weights are dequantized into bf16 panels in cache, then register
+ *   tiles of MR rows x 32 columns run over them; partial sums wait in fp32 between K steps and the
+ *   epilogue is applied in the store of the last one.
+ * Both partitions are static, and a row's sums are formed in the same order whatever M and the thread
+ * count are (batch invariant, and 1 thread = N threads bit for bit). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/convert.h"
+#include "../core/error.h"
+#include "cpu.h"
+
+/* ---- A as fp32 for the FMA kernels ---- */
+
+typedef struct qmm__convert_job {
+    const qmm__matmul_args *x;
+    float *out;
+} qmm__convert_job;
+
+static void qmm__convert_worker(void *arg, int tid, int nt)
+{
+    const qmm__convert_job *j = arg;
+    const qmm__matmul_args *x = j->x;
+    const size_t r0 = x->m * (size_t)tid / (size_t)nt, r1 = x->m * (size_t)(tid + 1) / (size_t)nt;
+    for (size_t r = r0; r < r1; r++) {
+        const uint16_t *src = (const uint16_t *)x->a + r * x->lda;
+        float *dst = j->out + r * x->k;
+        if (x->a_type == QMM_DTYPE_BF16)
+            for (size_t c = 0; c < x->k; c++) dst[c] = qmm__bf16_to_fp32(src[c]);
+        else
+            for (size_t c = 0; c < x->k; c++) dst[c] = qmm__fp16_to_fp32(src[c]);
+    }
+}
+
+/* Points *a / *lda at fp32 A: the caller's when it is fp32, else a converted copy in the context. */
+static qmm_status qmm__a_as_fp32(qmm__cpu_state *s, const qmm__matmul_args *x, const void **a, size_t *lda)
+{
+    if (x->a_type == QMM_DTYPE_FP32) {
+        *a = x->a, *lda = x->lda;
+        return QMM_OK;
+    }
+    const size_t count = x->m * x->k; /* no overflow: qmm_matmul checked m rows of A */
+    if (count > s->a32_count) {
+        float *p = aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64);
+        if (!p) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_matmul (cpu): cannot allocate %zu floats for A as fp32", count);
+        free(s->a32);
+        s->a32 = p;
+        s->a32_count = count;
+    }
+    qmm__convert_job j = {x, s->a32};
+    qmm__pool_run(s->pool, qmm__convert_worker, &j);
+    *a = s->a32, *lda = x->k;
+    return QMM_OK;
+}
+
+/* ---- GEMV ---- */
+
+typedef struct qmm__gemv_job {
+    qmm__cpu_gemv_fn fn;
+    qmm__cpu_gemv_args args;
+} qmm__gemv_job;
+
+static void qmm__gemv_worker(void *arg, int tid, int nt)
+{
+    const qmm__gemv_job *j = arg;
+    const size_t tiles = j->args.w->tiles;
+    const size_t t0 = tiles * (size_t)tid / (size_t)nt, t1 = tiles * (size_t)(tid + 1) / (size_t)nt;
+    if (t0 < t1) j->fn(&j->args, t0, t1);
+}
+
+/* ---- GEMM ---- */
+
+typedef struct qmm__gemm_job {
+    const qmm__cpu_state *s;
+    const qmm__cpu_weight *w;
+    const qmm__cpu_epi *epi;
+    qmm__cpu_tile_fn tile;
+    size_t mr;
+    const char *a;      /* bf16 or fp32 */
+    size_t lda, esz;
+    size_t m, mc, n_ic, n_jc;
+} qmm__gemm_job;
+
+#define QMM__PANEL_ELEMS (QMM__KC / 2 * 64) /* uint16 in one panel of 32 columns x QMM__KC */
+
+static void qmm__gemm_block(const qmm__gemm_job *j, uint16_t *panels, float *part, size_t ic, size_t jc)
+{
+    const qmm__cpu_weight *w = j->w;
+    const size_t m0 = ic * j->mc, m1 = m0 + j->mc < j->m ? m0 + j->mc : j->m;
+    const size_t n0 = jc * QMM__NC, n1 = n0 + QMM__NC < w->n ? n0 + QMM__NC : w->n;
+    const size_t npanels = (n1 - n0 + 31) / 32, k = w->k;
+    for (size_t pc = 0; pc < k; pc += QMM__KC) {
+        const size_t kc = k - pc < QMM__KC ? k - pc : QMM__KC;
+        const size_t depth = (kc + QMM__KGROUP - 1) / QMM__KGROUP * QMM__KGROUP;
+        const uint16_t *w0[QMM__NC / 32], *w1[QMM__NC / 32];
+        size_t wstride[QMM__NC / 32];
+        for (size_t jr = 0; jr < npanels; jr++) {
+            const size_t col = n0 + 32 * jr, t = col / QMM__TILE_ROWS;
+            if (w->prepared && w->kind == QMM__KIND_BF16 && t + 1 < w->tiles) {
+                /* dense bf16: the prepared tiles are already pair vectors; read them in place */
+                w0[jr] = (const uint16_t *)(const void *)(w->data + t * w->tile_bytes) + 32 * (pc / 2);
+                w1[jr] = (const uint16_t *)(const void *)(w->data + (t + 1) * w->tile_bytes) + 32 * (pc / 2);
+                wstride[jr] = 32;
+                continue;
+            }
+            uint16_t *panel = panels + jr * QMM__PANEL_ELEMS;
+            if (w->prepared) j->s->kern.panel[w->kind](w, col, pc, depth, panel);
+            else qmm__cpu_panel_canonical(w, col, pc, depth, panel);
+            w0[jr] = panel, w1[jr] = panel + 32, wstride[jr] = 64;
+        }
+        const bool last = pc + kc == k;
+        for (size_t jr = 0; jr < npanels; jr++) {
+            for (size_t ir = m0; ir < m1; ir += j->mr) {
+                qmm__cpu_tile_args t;
+                t.a = j->a + (ir * j->lda + pc) * j->esz;
+                t.lda = j->lda;
+                t.mr = m1 - ir < j->mr ? m1 - ir : j->mr;
+                t.kc = kc;
+                t.w0 = w0[jr], t.w1 = w1[jr], t.wstride = wstride[jr];
+                t.part = part + (ir - m0) * QMM__NC + 32 * jr;
+                t.ldp = QMM__NC;
+                t.accumulate = pc > 0;
+                t.epi = last ? j->epi : NULL;
+                t.row0 = ir, t.col0 = n0 + 32 * jr;
+                j->tile(&t);
+            }
+        }
+    }
+}
+
+static void qmm__gemm_worker(void *arg, int tid, int nt)
+{
+    const qmm__gemm_job *j = arg;
+    uint8_t *ws = j->s->thread_ws + (size_t)tid * j->s->thread_ws_bytes;
+    uint16_t *panels = (uint16_t *)(void *)ws;
+    float *part = (float *)(void *)(ws + (QMM__NC / 32) * QMM__PANEL_ELEMS * sizeof(uint16_t));
+    const size_t items = j->n_ic * j->n_jc;
+    const size_t i0 = items * (size_t)tid / (size_t)nt, i1 = items * (size_t)(tid + 1) / (size_t)nt;
+    for (size_t it = i0; it < i1; it++) qmm__gemm_block(j, panels, part, it % j->n_ic, it / j->n_ic);
+}
+
+size_t qmm__cpu_thread_ws_bytes(void)
+{
+    return (QMM__NC / 32) * QMM__PANEL_ELEMS * sizeof(uint16_t) + (size_t)QMM__MC * QMM__NC * sizeof(float);
+}
+
+/* ---- one call ---- */
+
+qmm_status qmm__cpu_matmul_run(qmm__cpu_state *s, const qmm__matmul_args *x, const qmm__cpu_weight *w)
+{
+    const qmm__cpu_kernels *kern = &s->kern;
+    qmm__cpu_epi e;
+    e.poison = w->poison;
+    e.inv_unit = 1.0f / w->unit;
+    e.row_scale = w->tensor_scale;
+    e.row_scales = w->channel_scales;
+    e.alpha = x->epi.alpha, e.beta = x->epi.beta;
+    e.column_scale = x->epi.column_scale, e.bias = x->epi.bias;
+    e.act = x->epi.activation;
+    e.c_type = x->c_type, e.c = x->c, e.ldc = x->ldc, e.n = x->n;
+
+    const bool gemv = x->path == QMM_PATH_GEMV && w->prepared;
+    const bool dot = x->a_type == QMM_DTYPE_BF16 && (gemv ? kern->gemv_dot[w->kind] != NULL : kern->tile_dot != NULL);
+    const void *a = x->a;
+    size_t lda = x->lda;
+    if (!dot) QMM__TRY(qmm__a_as_fp32(s, x, &a, &lda));
+
+    if (gemv) {
+        qmm__gemv_job j;
+        j.fn = dot ? kern->gemv_dot[w->kind] : kern->gemv_fma[w->kind];
+        j.args.w = w, j.args.m = x->m, j.args.a = a, j.args.lda = lda, j.args.epi = &e;
+        qmm__pool_run(s->pool, qmm__gemv_worker, &j);
+        return QMM_OK;
+    }
+    qmm__gemm_job j;
+    j.s = s, j.w = w, j.epi = &e;
+    j.tile = dot ? kern->tile_dot : kern->tile_fma;
+    j.mr = dot ? kern->mr_dot : kern->mr_fma;
+    j.a = a, j.lda = lda, j.esz = dot ? 2 : 4;
+    j.m = x->m;
+    j.n_jc = (w->n + QMM__NC - 1) / QMM__NC;
+    /* Rows in blocks of QMM__MC, smaller when there are too few column blocks to occupy every thread. */
+    size_t n_ic = (x->m + QMM__MC - 1) / QMM__MC;
+    const size_t nt = (size_t)s->nthreads;
+    if (n_ic * j.n_jc < nt) n_ic = (nt + j.n_jc - 1) / j.n_jc;
+    size_t mc = (x->m + n_ic - 1) / n_ic;
+    mc = (mc + j.mr - 1) / j.mr * j.mr;
+    if (mc > QMM__MC) mc = QMM__MC / j.mr * j.mr;
+    j.mc = mc;
+    j.n_ic = (x->m + mc - 1) / mc;
+    qmm__pool_run(s->pool, qmm__gemm_worker, &j);
+    return QMM_OK;
+}

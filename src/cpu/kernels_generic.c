@@ -1,0 +1,196 @@
+/* The portable kernels: plain C for any processor, the entries every other instruction set starts
+ * from, and the simplest statement of what each kernel computes. GCC and Clang vectorize the inner
+ * loops over the 16 rows of a tile with the baseline vector unit. */
+#include <string.h>
+
+#include "../core/convert.h"
+#include "../core/epilogue.h"
+#include "kernels.h"
+
+/* ---- the epilogue, one element at a time ---- */
+
+float qmm__cpu_epilogue_value(const qmm__cpu_epi *e, size_t row, size_t col, float acc)
+{
+    float v = e->poison ? acc + e->poison[col] : acc;
+    v *= e->inv_unit;
+    v *= e->row_scales ? e->row_scales[col] : e->row_scale;
+    v *= e->alpha;
+    if (e->column_scale) v *= e->column_scale[col];
+    if (e->bias) v += e->bias[col];
+    if (e->beta != 0.0f) {
+        const size_t i = row * e->ldc + col;
+        float cin;
+        if (e->c_type == QMM_DTYPE_FP32) cin = ((const float *)e->c)[i];
+        else if (e->c_type == QMM_DTYPE_BF16) cin = qmm__bf16_to_fp32(((const uint16_t *)e->c)[i]);
+        else cin = qmm__fp16_to_fp32(((const uint16_t *)e->c)[i]);
+        v += e->beta * cin;
+    }
+    return qmm__activation_f32(v, e->act);
+}
+
+void qmm__cpu_store_value(const qmm__cpu_epi *e, size_t row, size_t col, float v)
+{
+    const size_t i = row * e->ldc + col;
+    if (e->c_type == QMM_DTYPE_FP32) ((float *)e->c)[i] = v;
+    else if (e->c_type == QMM_DTYPE_BF16) ((uint16_t *)e->c)[i] = qmm__fp32_to_bf16(v);
+    else ((uint16_t *)e->c)[i] = qmm__fp32_to_fp16(v);
+}
+
+static void qmm__generic_store(const qmm__cpu_epi *e, size_t row, size_t col0, size_t count, const float *acc)
+{
+    for (size_t j = 0; j < count && col0 + j < e->n; j++)
+        qmm__cpu_store_value(e, row, col0 + j, qmm__cpu_epilogue_value(e, row, col0 + j, acc[j]));
+}
+
+/* ---- decoding the prepared layout ---- */
+
+static float qmm__bf16_bits_to_f32(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return qmm__bf16_to_fp32(h);
+}
+
+/* Group g (k in [64g, 64g + 64)) of tile t as exact values in the weight's unit: out[kk][row]. */
+static void qmm__generic_decode_group(const qmm__cpu_weight *w, size_t t, size_t g, float out[QMM__KGROUP][QMM__TILE_ROWS])
+{
+    const uint8_t *td = w->data + t * w->tile_bytes;
+    switch (w->kind) {
+    case QMM__KIND_BF16:
+        for (size_t kk = 0; kk < QMM__KGROUP; kk++) {
+            const size_t k = 64 * g + kk;
+            for (size_t l = 0; l < QMM__TILE_ROWS; l++) out[kk][l] = qmm__bf16_bits_to_f32(td + 2 * (32 * (k / 2) + 2 * l + (k & 1)));
+        }
+        break;
+    case QMM__KIND_FP8:
+        for (size_t kk = 0; kk < QMM__KGROUP; kk++) {
+            const size_t k = 64 * g + kk;
+            for (size_t l = 0; l < QMM__TILE_ROWS; l++)
+                out[kk][l] = qmm__e4m3_to_fp32(td[32 * (k / 2) + 2 * l + (k & 1)]) * QMM__E4M3_UNIT;
+        }
+        break;
+    default: {
+        const size_t b = w->kind == QMM__KIND_NVFP4 ? 16 : 32;
+        const uint8_t *ts = w->scales + t * w->tile_scale_bytes;
+        for (size_t kk = 0; kk < QMM__KGROUP; kk++) {
+            const size_t k = 64 * g + kk, c = k / 8, j = (k % 8) / 2, s = k & 1;
+            for (size_t l = 0; l < QMM__TILE_ROWS; l++) {
+                const uint8_t byte = td[64 * c + 4 * l + 2 * s + (j >> 1)];
+                const float e = qmm__e2m1_to_fp32((uint8_t)(byte >> (4 * (j & 1))));
+                const uint8_t sc = ts[16 * (k / b) + l];
+                out[kk][l] = w->kind == QMM__KIND_NVFP4 ? e * (qmm__e4m3_to_fp32(sc) * QMM__E4M3_UNIT) : e * qmm__e8m0_to_fp32(sc);
+            }
+        }
+    }
+    }
+}
+
+/* ---- GEMV ---- */
+
+#define QMM__GENERIC_GEMV_ROWS 8
+
+static void qmm__gemv_generic(const qmm__cpu_gemv_args *x, size_t tile0, size_t tile1)
+{
+    const qmm__cpu_weight *w = x->w;
+    const float *a = x->a;
+    const size_t k = w->k, groups = w->kp / QMM__KGROUP;
+    float wv[QMM__KGROUP][QMM__TILE_ROWS];
+    for (size_t t = tile0; t < tile1; t++) {
+        for (size_t m0 = 0; m0 < x->m; m0 += QMM__GENERIC_GEMV_ROWS) {
+            const size_t mg = x->m - m0 < QMM__GENERIC_GEMV_ROWS ? x->m - m0 : QMM__GENERIC_GEMV_ROWS;
+            float acc[QMM__GENERIC_GEMV_ROWS][QMM__TILE_ROWS];
+            memset(acc, 0, sizeof acc);
+            for (size_t g = 0; g < groups; g++) {
+                qmm__generic_decode_group(w, t, g, wv);
+                const size_t kend = k - 64 * g < QMM__KGROUP ? k - 64 * g : QMM__KGROUP;
+                for (size_t i = 0; i < mg; i++) {
+                    const float *ar = a + (m0 + i) * x->lda + 64 * g;
+                    for (size_t kk = 0; kk < kend; kk++)
+                        for (size_t l = 0; l < QMM__TILE_ROWS; l++) acc[i][l] += ar[kk] * wv[kk][l];
+                }
+            }
+            for (size_t i = 0; i < mg; i++) qmm__generic_store(x->epi, m0 + i, t * QMM__TILE_ROWS, QMM__TILE_ROWS, acc[i]);
+        }
+    }
+}
+
+/* ---- panels from the prepared layout ---- */
+
+static void qmm__panel_generic(const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel)
+{
+    float wv[QMM__KGROUP][QMM__TILE_ROWS];
+    for (size_t h = 0; h < 2; h++) {
+        const size_t t = col0 / QMM__TILE_ROWS + h;
+        for (size_t g = k0 / QMM__KGROUP; g < (k0 + kc) / QMM__KGROUP; g++) {
+            if (t < w->tiles) qmm__generic_decode_group(w, t, g, wv);
+            else memset(wv, 0, sizeof wv);
+            for (size_t kk = 0; kk < QMM__KGROUP; kk++) {
+                const size_t k = 64 * g + kk - k0;
+                for (size_t l = 0; l < QMM__TILE_ROWS; l++)
+                    panel[64 * (k / 2) + 2 * (16 * h + l) + (k & 1)] = qmm__fp32_to_bf16(wv[kk][l]); /* exact */
+            }
+        }
+    }
+}
+
+/* ---- the GEMM register tile: fp32 A, 4 rows x 32 columns ---- */
+
+#define QMM__GENERIC_MR 4
+
+static void qmm__tile_fma_generic(const qmm__cpu_tile_args *t)
+{
+    float acc[QMM__GENERIC_MR][32];
+    const float *a = t->a;
+    for (size_t i = 0; i < t->mr; i++)
+        for (size_t c = 0; c < 32; c++) acc[i][c] = t->accumulate ? t->part[i * t->ldp + c] : 0.0f;
+    const size_t pairs = (t->kc + 1) / 2;
+    for (size_t p = 0; p < pairs; p++) {
+        float w0[32], w1[32];
+        for (size_t c = 0; c < 16; c++) {
+            w0[c] = qmm__bf16_to_fp32(t->w0[p * t->wstride + 2 * c]), w1[c] = qmm__bf16_to_fp32(t->w0[p * t->wstride + 2 * c + 1]);
+            w0[16 + c] = qmm__bf16_to_fp32(t->w1[p * t->wstride + 2 * c]), w1[16 + c] = qmm__bf16_to_fp32(t->w1[p * t->wstride + 2 * c + 1]);
+        }
+        const int odd_tail = 2 * p + 1 == t->kc;
+        for (size_t i = 0; i < t->mr; i++) {
+            const float a0 = a[i * t->lda + 2 * p], a1 = odd_tail ? 0.0f : a[i * t->lda + 2 * p + 1];
+            for (size_t c = 0; c < 32; c++) acc[i][c] += a0 * w0[c] + a1 * w1[c];
+        }
+    }
+    for (size_t i = 0; i < t->mr; i++) {
+        if (t->epi) qmm__generic_store(t->epi, t->row0 + i, t->col0, 32, acc[i]);
+        else memcpy(t->part + i * t->ldp, acc[i], sizeof acc[i]);
+    }
+}
+
+/* ---- measurement loops ---- */
+
+static uint64_t qmm__read_sum_generic(const void *p, size_t bytes)
+{
+    const uint64_t *q = p;
+    uint64_t s[8] = {0};
+    for (size_t i = 0; i < bytes / 8; i += 8)
+        for (int j = 0; j < 8; j++) s[j] += q[i + j];
+    return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+}
+
+static double qmm__fma_loop_generic(long iters)
+{
+    float x[32];
+    for (int j = 0; j < 32; j++) x[j] = (float)j;
+    for (long i = 0; i < iters; i++)
+        for (int j = 0; j < 32; j++) x[j] = x[j] * 0.999999f + 1e-7f;
+    volatile float sink = x[0] + x[31];
+    (void)sink;
+    return 2.0 * 32.0 * (double)iters;
+}
+
+void qmm__cpu_fill_generic(qmm__cpu_kernels *k)
+{
+    memset(k, 0, sizeof *k);
+    k->name = "generic";
+    for (int i = 0; i < QMM__KIND_COUNT; i++) k->gemv_fma[i] = qmm__gemv_generic, k->panel[i] = qmm__panel_generic;
+    k->tile_fma = qmm__tile_fma_generic;
+    k->mr_fma = QMM__GENERIC_MR;
+    k->read_sum = qmm__read_sum_generic;
+    k->fma_loop = qmm__fma_loop_generic;
+}

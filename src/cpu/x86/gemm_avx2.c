@@ -1,0 +1,2 @@
+#include "../kernels.h"
+typedef int qmm__avx2_placeholder;
