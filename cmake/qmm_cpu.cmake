@@ -14,6 +14,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|x64)$" AND CMAKE_C_COMPI
   set(qmm_avx512_flags -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c)
   check_c_compiler_flag("-mavx512f -mavx512bw -mavx512vl -mavx512dq" QMM_CC_AVX512)
   check_c_compiler_flag("-mavx512bf16" QMM_CC_AVX512BF16)
+  check_c_compiler_flag("-mavx512vbmi" QMM_CC_AVX512VBMI)
   set(qmm_avx2_sources src/cpu/x86/gemv_avx2.c src/cpu/x86/gemm_avx2.c)
   list(APPEND QMM_SOURCES ${qmm_avx2_sources})
   set_source_files_properties(${qmm_avx2_sources} PROPERTIES COMPILE_OPTIONS "${qmm_avx2_flags}")
@@ -29,6 +30,13 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|x64)$" AND CMAKE_C_COMPI
       list(APPEND QMM_SOURCES ${qmm_bf16_sources})
       set_source_files_properties(${qmm_bf16_sources} PROPERTIES COMPILE_OPTIONS "${qmm_avx512_flags};-mavx512bf16")
       list(APPEND QMM_CPU_DEFINITIONS QMM_CPU_AVX512BF16)
+      if(QMM_CC_AVX512VBMI)
+        # FP8 decoding with byte permutes, for processors with both BF16 and VBMI.
+        set_source_files_properties(src/cpu/x86/kernels_avx512vbmi.c PROPERTIES
+                                    COMPILE_OPTIONS "${qmm_avx512_flags};-mavx512bf16;-mavx512vbmi")
+        list(APPEND QMM_SOURCES src/cpu/x86/kernels_avx512vbmi.c)
+        list(APPEND QMM_CPU_DEFINITIONS QMM_CPU_AVX512VBMI)
+      endif()
     endif()
   endif()
 endif()

@@ -23,6 +23,9 @@ static void qmm__cpu_build_kernels(qmm__cpu_isa isa, const qmm__cpu_features *f,
 #ifdef QMM_CPU_AVX512BF16
     if (isa >= QMM__ISA_AVX512 && f->avx512bf16) qmm__cpu_fill_avx512bf16(k);
 #endif
+#ifdef QMM_CPU_AVX512VBMI
+    if (isa >= QMM__ISA_AVX512 && f->avx512bf16 && f->avx512vbmi) qmm__cpu_fill_avx512vbmi(k);
+#endif
     (void)isa, (void)f;
 }
 

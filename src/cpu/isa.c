@@ -43,7 +43,11 @@ qmm__cpu_features qmm__cpu_detect(void)
 #endif
 #ifdef QMM_CPU_AVX512
     f.avx512 = f.avx2 && avx512f && avx512dq && avx512bw && avx512vl && os_zmm;
+#endif
+#ifdef QMM_CPU_AVX512VBMI
     f.avx512vbmi = f.avx512 && vbmi;
+#else
+    (void)vbmi;
 #endif
 #ifdef QMM_CPU_AVX512BF16
     f.avx512bf16 = f.avx512 && bf16;

@@ -17,7 +17,7 @@ typedef struct qmm__cpu_features {
     bool avx2;       /* AVX2, FMA, F16C, and the OS saves ymm state */
     bool avx512;     /* AVX-512 F/BW/VL/DQ on top of avx2, and the OS saves zmm and opmask state */
     bool avx512bf16; /* AVX512_BF16 on top of avx512 */
-    bool avx512vbmi; /* AVX512_VBMI on top of avx512 (reported; no kernel needs it) */
+    bool avx512vbmi; /* AVX512_VBMI on top of avx512 (FP8 decoding with byte permutes) */
 } qmm__cpu_features;
 
 /* What the processor and OS support, restricted to the kernels this build contains. */

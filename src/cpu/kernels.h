@@ -122,6 +122,10 @@ void qmm__cpu_fill_generic(qmm__cpu_kernels *k);
 void qmm__cpu_fill_avx2(qmm__cpu_kernels *k);
 void qmm__cpu_fill_avx512(qmm__cpu_kernels *k);
 void qmm__cpu_fill_avx512bf16(qmm__cpu_kernels *k);
+void qmm__cpu_fill_avx512vbmi(qmm__cpu_kernels *k);
+
+/* Byte offset of W[row l][k] in an E4M3 tile (layout.c). */
+size_t qmm__e4m3_offset(size_t l, size_t k);
 
 /* Panels from canonical (unprepared) weights: portable, every instruction set uses it. */
 void qmm__cpu_panel_canonical(const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel);

@@ -66,7 +66,7 @@ static void qmm__generic_decode_group(const qmm__cpu_weight *w, size_t t, size_t
         for (size_t kk = 0; kk < QMM__KGROUP; kk++) {
             const size_t k = 64 * g + kk;
             for (size_t l = 0; l < QMM__TILE_ROWS; l++)
-                out[kk][l] = qmm__e4m3_to_fp32(td[32 * (k / 2) + 2 * l + (k & 1)]) * QMM__E4M3_UNIT;
+                out[kk][l] = qmm__e4m3_to_fp32(td[qmm__e4m3_offset(l, k)]) * QMM__E4M3_UNIT;
         }
         break;
     default: {

@@ -65,17 +65,36 @@ static void qmm__prepare_e2m1(const qmm_weight *w, qmm__cpu_weight *p, uint8_t *
     }
 }
 
-/* E4M3 and bf16 tiles: for each k-pair p, 16 rows x 2 consecutive k: element 2 * row + s is
- * W[row][2p + s] (one byte or one bf16 each). */
-static void qmm__prepare_pairs(const qmm_weight *w, qmm__cpu_weight *p, uint8_t *data, size_t elem)
+/* bf16 tiles: for each k-pair p, 16 rows x 2 consecutive k: element 2 * row + s is W[row][2p + s]. */
+static void qmm__prepare_bf16(const qmm_weight *w, qmm__cpu_weight *p, uint8_t *data)
 {
     const size_t n = w->n, k = w->k;
     for (size_t t = 0; t < p->tiles; t++) {
         uint8_t *td = data + t * p->tile_bytes;
         for (size_t l = 0; l < QMM__TILE_ROWS && t * QMM__TILE_ROWS + l < n; l++) {
-            const uint8_t *row = w->data + (t * QMM__TILE_ROWS + l) * k * elem;
-            for (size_t kk = 0; kk < k; kk++)
-                memcpy(td + elem * (32 * (kk / 2) + 2 * l + (kk & 1)), row + elem * kk, elem);
+            const uint8_t *row = w->data + (t * QMM__TILE_ROWS + l) * k * 2;
+            for (size_t kk = 0; kk < k; kk++) memcpy(td + 2 * (32 * (kk / 2) + 2 * l + (kk & 1)), row + 2 * kk, 2);
+        }
+    }
+}
+
+/* E4M3 tiles: chunk c (64 bytes) holds k in [4c, 4c + 4) of the 16 rows in the order of the byte
+ * unpack instructions: byte 16L + 8q + 2i + s is W[4L + i][4c + 2q + s] (L, i < 4; q, s < 2), so two
+ * byte-table lookups (low and high bytes of the bf16 values) and one unpack per half give the pair
+ * vectors of k-pairs 2c (unpacklo) and 2c + 1 (unpackhi). */
+size_t qmm__e4m3_offset(size_t l, size_t kk)
+{
+    return 64 * (kk / 4) + 16 * (l / 4) + 8 * ((kk / 2) & 1) + 2 * (l % 4) + (kk & 1);
+}
+
+static void qmm__prepare_e4m3(const qmm_weight *w, qmm__cpu_weight *p, uint8_t *data)
+{
+    const size_t n = w->n, k = w->k;
+    for (size_t t = 0; t < p->tiles; t++) {
+        uint8_t *td = data + t * p->tile_bytes;
+        for (size_t l = 0; l < QMM__TILE_ROWS && t * QMM__TILE_ROWS + l < n; l++) {
+            const uint8_t *row = w->data + (t * QMM__TILE_ROWS + l) * k;
+            for (size_t kk = 0; kk < k; kk++) td[qmm__e4m3_offset(l, kk)] = row[kk];
         }
     }
 }
@@ -139,7 +158,8 @@ qmm_status qmm__cpu_prepare_weight(const qmm_weight *w, qmm__cpu_weight **out)
     }
     memset(mem, 0, total); /* padding rows and K past the end are zero weights with zero scales */
     if (p->kind == QMM__KIND_NVFP4 || p->kind == QMM__KIND_MXFP4) qmm__prepare_e2m1(w, p, mem, mem + scale_off);
-    else qmm__prepare_pairs(w, p, mem, elem_bits / 8);
+    else if (p->kind == QMM__KIND_FP8) qmm__prepare_e4m3(w, p, mem);
+    else qmm__prepare_bf16(w, p, mem);
     if (channel_bytes) memcpy(mem + channel_off, w->channel_scales, channel_bytes);
     float *poison = (float *)(void *)(mem + poison_off);
     p->poison = qmm__find_nan_codes(w, p->kind, poison) ? poison : NULL;

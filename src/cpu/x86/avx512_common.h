@@ -41,17 +41,65 @@ QMM__INLINE __m512i qmm__e4m3_to_half_bits(const uint8_t *p)
     return _mm512_and_si512(_mm512_slli_epi16(sx, 7), _mm512_set1_epi16((short)0xBFFF));
 }
 
-/* 32 E4M3 codes as 32 bf16 (E4M3 * 2^-8) in the same order: via fp32, then the high halves of the two
- * fp32 vectors (exact: the values have at most 4 significant bits). */
-QMM__INLINE __m512i qmm__e4m3_pair(const uint8_t *p)
+#ifdef __AVX512VBMI__
+/* bf16 of E4M3 magnitude code c (0..127) times 2^-8, high and low bytes (code 0x7F, NaN, as 1.875:
+ * the epilogue's poison marks its row). Generated from the definition of E4M3 (bias 7, subnormals
+ * m * 2^-9). */
+static const uint8_t qmm__e4m3_bf16_hi[128] = {
+    0x00, 0x37, 0x37, 0x37, 0x38, 0x38, 0x38, 0x38, 0x38, 0x38, 0x38, 0x38, 0x38, 0x38, 0x38, 0x38,
+    0x39, 0x39, 0x39, 0x39, 0x39, 0x39, 0x39, 0x39, 0x39, 0x39, 0x39, 0x39, 0x39, 0x39, 0x39, 0x39,
+    0x3a, 0x3a, 0x3a, 0x3a, 0x3a, 0x3a, 0x3a, 0x3a, 0x3a, 0x3a, 0x3a, 0x3a, 0x3a, 0x3a, 0x3a, 0x3a,
+    0x3b, 0x3b, 0x3b, 0x3b, 0x3b, 0x3b, 0x3b, 0x3b, 0x3b, 0x3b, 0x3b, 0x3b, 0x3b, 0x3b, 0x3b, 0x3b,
+    0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c,
+    0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d,
+    0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e,
+    0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3b,
+};
+static const uint8_t qmm__e4m3_bf16_lo[128] = {
+    0x00, 0x00, 0x80, 0xc0, 0x00, 0x20, 0x40, 0x60, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+};
+
+/* An E4M3 chunk (64 bytes: 16 rows x 4 k, layout.c) as the pair vectors of its two k-pairs, values
+ * E4M3 * 2^-8 exactly: two 128-entry byte-table lookups (vpermt2b reads the low 7 bits, the
+ * magnitude) give the low and high bytes, the sign goes into the high byte, and the unpacks
+ * interleave them into bf16. 6 instructions per 64 weights. */
+QMM__INLINE void qmm__e4m3_chunk(const uint8_t *p, __m512i *q0, __m512i *q1)
 {
-    const __m512i h = qmm__e4m3_to_half_bits(p);
-    const __m512 f0 = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
-    const __m512 f1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
+    const __m512i hi0 = _mm512_loadu_si512(qmm__e4m3_bf16_hi), hi1 = _mm512_loadu_si512(qmm__e4m3_bf16_hi + 64);
+    const __m512i lo0 = _mm512_loadu_si512(qmm__e4m3_bf16_lo), lo1 = _mm512_loadu_si512(qmm__e4m3_bf16_lo + 64);
+    const __m512i x = _mm512_loadu_si512(p);
+    const __m512i lo = _mm512_permutex2var_epi8(lo0, x, lo1);
+    const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, x, hi1), x, _mm512_set1_epi8((char)0x80),
+                                                 0xF8); /* a | (b & c) */
+    *q0 = _mm512_unpacklo_epi8(lo, hi);
+    *q1 = _mm512_unpackhi_epi8(lo, hi);
+}
+#else
+/* An E4M3 chunk (64 bytes: 16 rows x 4 k, layout.c) as the pair vectors of its two k-pairs, values
+ * E4M3 * 2^-8 exactly, without byte permutes: binary16 bits, fp32 (vcvtph2ps), then the high halves
+ * gathered into the pair order (the bytes come in unpack order, see layout.c). */
+QMM__INLINE void qmm__e4m3_chunk(const uint8_t *p, __m512i *q0, __m512i *q1)
+{
+    const __m512i h0 = qmm__e4m3_to_half_bits(p), h1 = qmm__e4m3_to_half_bits(p + 32);
+    const __m512i f0 = _mm512_castps_si512(_mm512_cvtph_ps(_mm512_castsi512_si256(h0)));
+    const __m512i f1 = _mm512_castps_si512(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(h0, 1)));
+    const __m512i f2 = _mm512_castps_si512(_mm512_cvtph_ps(_mm512_castsi512_si256(h1)));
+    const __m512i f3 = _mm512_castps_si512(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(h1, 1)));
     const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27, 25, 23,
                                          21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    return _mm512_permutex2var_epi16(_mm512_castps_si512(f0), odd, _mm512_castps_si512(f1));
+    /* a = [k-pair 0 rows 0-3, pair 1 rows 0-3, pair 0 rows 4-7, pair 1 rows 4-7] (128 bits each), b the same for rows 8-15 */
+    const __m512i a = _mm512_permutex2var_epi16(f0, odd, f1), b = _mm512_permutex2var_epi16(f2, odd, f3);
+    *q0 = _mm512_shuffle_i64x2(a, b, 0x88);
+    *q1 = _mm512_shuffle_i64x2(a, b, 0xDD);
 }
+#endif
 
 /* Two blocks of NVFP4 scales (2 x 16 rows of E4M3 codes) as fp32 E4M3 * 2^-8. */
 QMM__INLINE void qmm__nvfp4_scales2(const uint8_t *p, __m512 *s0, __m512 *s1)

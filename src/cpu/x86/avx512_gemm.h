@@ -68,4 +68,59 @@ QMM__INLINE void qmm__tile_rows(const int dot, const int MR, const qmm__cpu_tile
     }
 }
 
+/* ---- panels: [kc / 2][32][2] bf16, columns 0..15 from tile col0 / 16, 16..31 from the next ---- */
+
+/* Scaled pairs: element * block scale, both exact in bf16. */
+QMM__INLINE __m512i qmm__pair_scaled(__m512i v, __m512 s)
+{
+    return qmm__pair_from(_mm512_mul_ps(qmm__pair_lo(v), s), _mm512_mul_ps(qmm__pair_hi(v), s));
+}
+
+/* One group (64 k) of tile td/ts into the panel half at dst (row stride 64 uint16 per k-pair). */
+QMM__INLINE void qmm__panel_group(const int kind, const uint8_t *td, const uint8_t *ts, uint16_t *dst)
+{
+    if (kind == QMM__KIND_NVFP4 || kind == QMM__KIND_MXFP4) {
+        const __m512i lut = qmm__e2m1_lut();
+        __m512 s[4];
+        if (kind == QMM__KIND_NVFP4) {
+            qmm__nvfp4_scales2(ts, &s[0], &s[1]);
+            qmm__nvfp4_scales2(ts + 32, &s[2], &s[3]);
+        } else {
+            s[0] = s[1] = qmm__mxfp4_scales(ts);
+            s[2] = s[3] = qmm__mxfp4_scales(ts + 16);
+        }
+        for (int c = 0; c < 8; c++) { /* chunk c: k in [8c, 8c + 8), block c / 2 (NVFP4) or c / 4 (MXFP4) */
+            const __m512i chunk = _mm512_loadu_si512(td + 64 * c);
+            for (int j = 0; j < 4; j++)
+                _mm512_storeu_si512(dst + 64 * (4 * c + j), qmm__pair_scaled(qmm__e2m1_pair(chunk, j, lut), s[c / 2]));
+        }
+    } else if (kind == QMM__KIND_FP8) {
+        for (int c = 0; c < 16; c++) {
+            __m512i q0, q1;
+            qmm__e4m3_chunk(td + 64 * c, &q0, &q1);
+            _mm512_storeu_si512(dst + 64 * (2 * c), q0);
+            _mm512_storeu_si512(dst + 64 * (2 * c + 1), q1);
+        }
+    } else {
+        for (int p = 0; p < 32; p++) _mm512_storeu_si512(dst + 64 * p, _mm512_loadu_si512(td + 64 * p));
+    }
+}
+
+QMM__INLINE void qmm__panel_fill(const int kind, const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel)
+{
+    const size_t gd = kind == QMM__KIND_BF16 ? 2048 : kind == QMM__KIND_FP8 ? 1024 : 512;
+    const size_t gs = kind == QMM__KIND_NVFP4 ? 64 : kind == QMM__KIND_MXFP4 ? 32 : 0;
+    for (size_t h = 0; h < 2; h++) {
+        const size_t t = col0 / QMM__TILE_ROWS + h;
+        for (size_t g = k0 / QMM__KGROUP; g < (k0 + kc) / QMM__KGROUP; g++) {
+            uint16_t *dst = panel + 64 * ((g * QMM__KGROUP - k0) / 2) + 32 * h;
+            if (t >= w->tiles) {
+                for (int p = 0; p < QMM__KGROUP / 2; p++) _mm512_storeu_si512(dst + 64 * p, _mm512_setzero_si512());
+                continue;
+            }
+            qmm__panel_group(kind, w->data + t * w->tile_bytes + g * gd, gs ? w->scales + t * w->tile_scale_bytes + g * gs : NULL, dst);
+        }
+    }
+}
+
 #endif

@@ -45,9 +45,14 @@ QMM__INLINE void qmm__gemv_group(const int kind, const int dot, const int MG, co
             for (int i = 0; i < MG; i++) acc[i][b & 1] = _mm512_fmadd_ps(t[i], s[b], acc[i][b & 1]);
         }
     } else {
-        for (int p = 0; p < 32; p++) {
-            const __m512i v = kind == QMM__KIND_FP8 ? qmm__e4m3_pair(td + 32 * p) : _mm512_loadu_si512(td + 64 * p);
-            for (int i = 0; i < MG; i++) acc[i][p & 1] = qmm__madd_pair(dot, acc[i][p & 1], v, arow[i], k0 + (size_t)(2 * p));
+        for (int p = 0; p < 32; p += 2) {
+            __m512i v0, v1;
+            if (kind == QMM__KIND_FP8) qmm__e4m3_chunk(td + 32 * p, &v0, &v1);
+            else v0 = _mm512_loadu_si512(td + 64 * p), v1 = _mm512_loadu_si512(td + 64 * p + 64);
+            for (int i = 0; i < MG; i++) {
+                acc[i][0] = qmm__madd_pair(dot, acc[i][0], v0, arow[i], k0 + (size_t)(2 * p));
+                acc[i][1] = qmm__madd_pair(dot, acc[i][1], v1, arow[i], k0 + (size_t)(2 * p + 2));
+            }
         }
     }
 }

@@ -1,5 +1,5 @@
-/* AVX-512 GEMM pieces with fp32 activations: the FMA register tile (avx512_gemm.h) and the panel
- * fill that decodes the prepared layout into exact bf16 pairs, block scales applied. */
+/* AVX-512 GEMM pieces with fp32 activations: the FMA register tile and the panel fills that decode
+ * the prepared layout into exact bf16 pairs, block scales applied (avx512_gemm.h has the bodies). */
 #include "avx512_gemm.h"
 
 /* 12 rows x 32 columns: 24 accumulators + 4 weight vectors of 32 registers. */
@@ -23,87 +23,21 @@ static void tile_fma_avx512(const qmm__cpu_tile_args *t)
     }
 }
 
-/* ---- panels: [kc / 2][32][2] bf16, columns 0..15 from tile col0 / 16, 16..31 from the next ---- */
-
-static void panel_zero_half(uint16_t *panel, size_t half, size_t pairs)
-{
-    for (size_t p = 0; p < pairs; p++) _mm512_storeu_si512(panel + 64 * p + 32 * half, _mm512_setzero_si512());
-}
-
-/* Scaled pairs: element * block scale, both exact in bf16. */
-QMM__INLINE void panel_store_scaled(uint16_t *dst, __m512i v, __m512 s)
-{
-    _mm512_storeu_si512(dst, qmm__pair_from(_mm512_mul_ps(qmm__pair_lo(v), s), _mm512_mul_ps(qmm__pair_hi(v), s)));
-}
-
 static void panel_nvfp4_avx512(const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel)
 {
-    const __m512i lut = qmm__e2m1_lut();
-    for (size_t h = 0; h < 2; h++) {
-        const size_t t = col0 / QMM__TILE_ROWS + h;
-        if (t >= w->tiles) {
-            panel_zero_half(panel, h, kc / 2);
-            continue;
-        }
-        for (size_t g = k0 / QMM__KGROUP; g < (k0 + kc) / QMM__KGROUP; g++) {
-            const uint8_t *td = w->data + t * w->tile_bytes + g * 512, *ts = w->scales + t * w->tile_scale_bytes + g * 64;
-            __m512 s[4];
-            qmm__nvfp4_scales2(ts, &s[0], &s[1]);
-            qmm__nvfp4_scales2(ts + 32, &s[2], &s[3]);
-            uint16_t *dst = panel + 64 * ((g * QMM__KGROUP - k0) / 2) + 32 * h;
-            for (int c = 0; c < 8; c++) {
-                const __m512i chunk = _mm512_loadu_si512(td + 64 * c);
-                for (int j = 0; j < 4; j++) panel_store_scaled(dst + 64 * (4 * c + j), qmm__e2m1_pair(chunk, j, lut), s[c / 2]);
-            }
-        }
-    }
+    qmm__panel_fill(QMM__KIND_NVFP4, w, col0, k0, kc, panel);
 }
-
 static void panel_mxfp4_avx512(const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel)
 {
-    const __m512i lut = qmm__e2m1_lut();
-    for (size_t h = 0; h < 2; h++) {
-        const size_t t = col0 / QMM__TILE_ROWS + h;
-        if (t >= w->tiles) {
-            panel_zero_half(panel, h, kc / 2);
-            continue;
-        }
-        for (size_t g = k0 / QMM__KGROUP; g < (k0 + kc) / QMM__KGROUP; g++) {
-            const uint8_t *td = w->data + t * w->tile_bytes + g * 512, *ts = w->scales + t * w->tile_scale_bytes + g * 32;
-            const __m512 s[2] = {qmm__mxfp4_scales(ts), qmm__mxfp4_scales(ts + 16)};
-            uint16_t *dst = panel + 64 * ((g * QMM__KGROUP - k0) / 2) + 32 * h;
-            for (int c = 0; c < 8; c++) {
-                const __m512i chunk = _mm512_loadu_si512(td + 64 * c);
-                for (int j = 0; j < 4; j++) panel_store_scaled(dst + 64 * (4 * c + j), qmm__e2m1_pair(chunk, j, lut), s[c / 4]);
-            }
-        }
-    }
+    qmm__panel_fill(QMM__KIND_MXFP4, w, col0, k0, kc, panel);
 }
-
 static void panel_fp8_avx512(const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel)
 {
-    for (size_t h = 0; h < 2; h++) {
-        const size_t t = col0 / QMM__TILE_ROWS + h;
-        if (t >= w->tiles) {
-            panel_zero_half(panel, h, kc / 2);
-            continue;
-        }
-        const uint8_t *td = w->data + t * w->tile_bytes + 32 * (k0 / 2);
-        for (size_t p = 0; p < kc / 2; p++) _mm512_storeu_si512(panel + 64 * p + 32 * h, qmm__e4m3_pair(td + 32 * p));
-    }
+    qmm__panel_fill(QMM__KIND_FP8, w, col0, k0, kc, panel);
 }
-
 static void panel_bf16_avx512(const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel)
 {
-    for (size_t h = 0; h < 2; h++) {
-        const size_t t = col0 / QMM__TILE_ROWS + h;
-        if (t >= w->tiles) {
-            panel_zero_half(panel, h, kc / 2);
-            continue;
-        }
-        const uint8_t *td = w->data + t * w->tile_bytes + 64 * (k0 / 2);
-        for (size_t p = 0; p < kc / 2; p++) _mm512_storeu_si512(panel + 64 * p + 32 * h, _mm512_loadu_si512(td + 64 * p));
-    }
+    qmm__panel_fill(QMM__KIND_BF16, w, col0, k0, kc, panel);
 }
 
 void qmm__cpu_fill_avx512_gemm(qmm__cpu_kernels *k);
