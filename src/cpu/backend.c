@@ -36,6 +36,7 @@ static void qmm__cpu_destroy(void *state)
     qmm__pool_destroy(s->pool);
     free(s->thread_ws);
     free(s->a32);
+    free(s->apack);
     free(s);
 }
 

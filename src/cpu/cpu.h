@@ -14,6 +14,7 @@
 #define QMM__KC 256
 #define QMM__NC 128
 #define QMM__MC 512
+#define QMM__MR_MAX 16 /* the most rows a register tile has (the partial sums hold QMM__MC + this) */
 
 typedef struct qmm__cpu_state {
     qmm__cpu_isa isa;
@@ -24,8 +25,10 @@ typedef struct qmm__cpu_state {
     char description[96];
     uint8_t *thread_ws;         /* nthreads x thread_ws_bytes: panels and partial sums per thread */
     size_t thread_ws_bytes;
-    float *a32;                 /* A converted to fp32 for the FMA kernels; grows to the largest m x k */
+    float *a32;                 /* A converted to fp32 for the FMA GEMV; grows to the largest m x k */
     size_t a32_count;
+    void *apack;                /* A packed for the GEMM tiles; grows to the largest call */
+    size_t apack_bytes;
 } qmm__cpu_state;
 
 /* dispatch.c: the path for m rows against w, from the measured thresholds. */

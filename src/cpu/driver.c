@@ -12,6 +12,7 @@
 
 #include "../core/convert.h"
 #include "../core/error.h"
+#include "../core/format.h"
 #include "cpu.h"
 
 /* ---- A as fp32 for the FMA kernels ---- */
@@ -74,14 +75,85 @@ static void qmm__gemv_worker(void *arg, int tid, int nt)
 
 /* ---- GEMM ---- */
 
+/* A packed for the register tiles, in blocks of QMM__KC along K: block b holds, for each group of MR
+ * rows, its QMM__KC / 2 k-pairs, and for each k-pair the MR rows' values (bf16 pairs [MR][2] for the
+ * dot kernel, fp32 [2][MR] for FMA), zero past M and K. Read in place, A's rows (K * 2 bytes apart:
+ * 8 or 28 KB in the benchmark shapes) fall into one L1 set and a few L2 sets; packed, a tile's A is
+ * one sequential stream and the A of one K step (all row groups) is contiguous in L2. */
+typedef struct qmm__pack_job {
+    const qmm__matmul_args *x;
+    bool dot;
+    size_t mr, groups, blocks;
+    void *out;
+} qmm__pack_job;
+
+#define QMM__KC_PAIRS (QMM__KC / 2)
+
+static float qmm__a_value(const qmm__matmul_args *x, size_t r, size_t c)
+{
+    const size_t i = r * x->lda + c;
+    switch (x->a_type) {
+    case QMM_DTYPE_FP32: return ((const float *)x->a)[i];
+    case QMM_DTYPE_BF16: return qmm__bf16_to_fp32(((const uint16_t *)x->a)[i]);
+    default: return qmm__fp16_to_fp32(((const uint16_t *)x->a)[i]);
+    }
+}
+
+static void qmm__pack_worker(void *arg, int tid, int nt)
+{
+    const qmm__pack_job *j = arg;
+    const qmm__matmul_args *x = j->x;
+    const size_t g0 = j->groups * (size_t)tid / (size_t)nt, g1 = j->groups * (size_t)(tid + 1) / (size_t)nt;
+    const size_t mr = j->mr, k = x->k, full = k / 2, pairs = (k + 1) / 2;
+    const size_t block_elems = j->groups * QMM__KC_PAIRS * mr; /* dwords (dot) or float pairs (FMA) */
+    for (size_t g = g0; g < g1; g++) {
+        for (size_t i = 0; i < mr; i++) {
+            const size_t r = g * mr + i;
+            for (size_t p = 0; p < j->blocks * QMM__KC_PAIRS; p++) {
+                const size_t b = p / QMM__KC_PAIRS, off = b * block_elems + (g * QMM__KC_PAIRS + p % QMM__KC_PAIRS) * mr;
+                if (j->dot) {
+                    uint32_t v = 0;
+                    const uint16_t *src = (const uint16_t *)x->a + r * x->lda;
+                    if (r < x->m && p < full) memcpy(&v, src + 2 * p, 4);
+                    else if (r < x->m && p < pairs) v = src[k - 1]; /* (a[K-1], 0) */
+                    ((uint32_t *)j->out)[off + i] = v;
+                } else {
+                    float *dst = (float *)j->out + 2 * off;
+                    dst[i] = r < x->m && 2 * p < k ? qmm__a_value(x, r, 2 * p) : 0.0f;
+                    dst[mr + i] = r < x->m && 2 * p + 1 < k ? qmm__a_value(x, r, 2 * p + 1) : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+static qmm_status qmm__pack_a(qmm__cpu_state *s, const qmm__matmul_args *x, bool dot, size_t mr)
+{
+    const size_t groups = (x->m + mr - 1) / mr, blocks = (x->k + QMM__KC - 1) / QMM__KC;
+    size_t bytes;
+    if (!qmm__mul_size(groups * mr, blocks * QMM__KC * (dot ? 2 : 4), &bytes))
+        return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "qmm_matmul (cpu): packed A of %zu x %zu overflows size_t", x->m, x->k);
+    if (bytes > s->apack_bytes) {
+        void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        if (!p) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_matmul (cpu): cannot allocate %zu bytes for packed A", bytes);
+        free(s->apack);
+        s->apack = p;
+        s->apack_bytes = bytes;
+    }
+    qmm__pack_job j = {x, dot, mr, groups, blocks, s->apack};
+    qmm__pool_run(s->pool, qmm__pack_worker, &j);
+    return QMM_OK;
+}
+
 typedef struct qmm__gemm_job {
     const qmm__cpu_state *s;
     const qmm__cpu_weight *w;
     const qmm__cpu_epi *epi;
     qmm__cpu_tile_fn tile;
     size_t mr;
-    const char *a;      /* bf16 or fp32 */
-    size_t lda, esz;
+    const char *a;      /* packed A */
+    size_t pair_bytes;  /* bytes of one k-pair of a group */
+    size_t block_bytes; /* bytes of one K block (all groups) */
     size_t m, mc, n_ic, n_jc;
 } qmm__gemm_job;
 
@@ -116,10 +188,9 @@ static void qmm__gemm_block(const qmm__gemm_job *j, uint16_t *panels, float *par
         for (size_t jr = 0; jr < npanels; jr++) {
             for (size_t ir = m0; ir < m1; ir += j->mr) {
                 qmm__cpu_tile_args t;
-                t.a = j->a + (ir * j->lda + pc) * j->esz;
-                t.lda = j->lda;
+                t.a = j->a + (pc / QMM__KC) * j->block_bytes + (ir / j->mr) * QMM__KC_PAIRS * j->pair_bytes;
                 t.mr = m1 - ir < j->mr ? m1 - ir : j->mr;
-                t.kc = kc;
+                t.pairs = (kc + 1) / 2;
                 t.w0 = w0[jr], t.w1 = w1[jr], t.wstride = wstride[jr];
                 t.part = part + (ir - m0) * QMM__NC + 32 * jr;
                 t.ldp = QMM__NC;
@@ -145,7 +216,7 @@ static void qmm__gemm_worker(void *arg, int tid, int nt)
 
 size_t qmm__cpu_thread_ws_bytes(void)
 {
-    return (QMM__NC / 32) * QMM__PANEL_ELEMS * sizeof(uint16_t) + (size_t)QMM__MC * QMM__NC * sizeof(float);
+    return (QMM__NC / 32) * QMM__PANEL_ELEMS * sizeof(uint16_t) + (size_t)(QMM__MC + QMM__MR_MAX) * QMM__NC * sizeof(float);
 }
 
 /* ---- one call ---- */
@@ -164,23 +235,26 @@ qmm_status qmm__cpu_matmul_run(qmm__cpu_state *s, const qmm__matmul_args *x, con
     e.c_type = x->c_type, e.c = x->c, e.ldc = x->ldc, e.n = x->n;
 
     const bool gemv = x->path == QMM_PATH_GEMV && w->prepared;
-    const bool dot = x->a_type == QMM_DTYPE_BF16 && (gemv ? kern->gemv_dot[w->kind] != NULL : kern->tile_dot != NULL);
-    const void *a = x->a;
-    size_t lda = x->lda;
-    if (!dot) QMM__TRY(qmm__a_as_fp32(s, x, &a, &lda));
-
     if (gemv) {
+        const bool dot = x->a_type == QMM_DTYPE_BF16 && kern->gemv_dot[w->kind] != NULL;
+        const void *a = x->a;
+        size_t lda = x->lda;
+        if (!dot) QMM__TRY(qmm__a_as_fp32(s, x, &a, &lda));
         qmm__gemv_job j;
         j.fn = dot ? kern->gemv_dot[w->kind] : kern->gemv_fma[w->kind];
         j.args.w = w, j.args.m = x->m, j.args.a = a, j.args.lda = lda, j.args.epi = &e;
         qmm__pool_run(s->pool, qmm__gemv_worker, &j);
         return QMM_OK;
     }
+    const bool dot = x->a_type == QMM_DTYPE_BF16 && kern->tile_dot != NULL;
     qmm__gemm_job j;
     j.s = s, j.w = w, j.epi = &e;
     j.tile = dot ? kern->tile_dot : kern->tile_fma;
     j.mr = dot ? kern->mr_dot : kern->mr_fma;
-    j.a = a, j.lda = lda, j.esz = dot ? 2 : 4;
+    QMM__TRY(qmm__pack_a(s, x, dot, j.mr));
+    j.a = s->apack;
+    j.pair_bytes = j.mr * 4 * (dot ? 1 : 2);
+    j.block_bytes = (x->m + j.mr - 1) / j.mr * QMM__KC_PAIRS * j.pair_bytes;
     j.m = x->m;
     j.n_jc = (w->n + QMM__NC - 1) / QMM__NC;
     /* Rows in blocks of QMM__MC, smaller when there are too few column blocks to occupy every thread. */
@@ -188,8 +262,7 @@ qmm_status qmm__cpu_matmul_run(qmm__cpu_state *s, const qmm__matmul_args *x, con
     const size_t nt = (size_t)s->nthreads;
     if (n_ic * j.n_jc < nt) n_ic = (nt + j.n_jc - 1) / j.n_jc;
     size_t mc = (x->m + n_ic - 1) / n_ic;
-    mc = (mc + j.mr - 1) / j.mr * j.mr;
-    if (mc > QMM__MC) mc = QMM__MC / j.mr * j.mr;
+    mc = (mc + j.mr - 1) / j.mr * j.mr; /* <= QMM__MC rounded up to MR rows: the partial sums hold that */
     j.mc = mc;
     j.n_ic = (x->m + mc - 1) / mc;
     qmm__pool_run(s->pool, qmm__gemm_worker, &j);

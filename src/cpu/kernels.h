@@ -82,13 +82,15 @@ typedef void (*qmm__cpu_gemv_fn)(const qmm__cpu_gemv_args *args, size_t tile0, s
  * (element * block scale, in the weight's unit). Columns past N and K past kp are zero. */
 typedef void (*qmm__cpu_panel_fn)(const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel);
 
-/* One register tile of the GEMM: rows [0, mr) of A (mr <= the kernel's MR) times 32 columns of W
- * over kc values of K. W comes as two columns-halves of bf16 pairs, w0 (columns 0..15) and w1
- * (16..31), `wstride` uint16 apart per k-pair (64 for a panel, 32 for a prepared bf16 tile). */
+/* One register tile of the GEMM: the MR rows of a packed group of A (MR is the kernel's; rows past M
+ * are zeros) times 32 columns of W over `pairs` k-pairs; only the first `mr` rows are stored. Packed A
+ * holds, for each k-pair, the MR rows' pairs: bf16 [pairs][MR][2] for the dot kernel, fp32
+ * [2 * pairs][MR] for the FMA kernel, zero past K. W comes as two column halves of bf16 pairs, w0
+ * (columns 0..15) and w1 (16..31), `wstride` uint16 apart per k-pair (64 for a panel, 32 for a
+ * prepared bf16 tile). */
 typedef struct qmm__cpu_tile_args {
-    const void *a;              /* A at (row0, k0): bf16 (dot kernel) or fp32 (FMA kernel) */
-    size_t lda;
-    size_t mr, kc;              /* kc: columns of A in this block; odd only for the last block */
+    const void *a;              /* packed A of this row group at the block's first k-pair */
+    size_t mr, pairs;
     const uint16_t *w0, *w1;
     size_t wstride;
     float *part;                /* partial sums, mr x 32 at row stride ldp */

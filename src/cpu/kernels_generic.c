@@ -133,30 +133,28 @@ static void qmm__panel_generic(const qmm__cpu_weight *w, size_t col0, size_t k0,
     }
 }
 
-/* ---- the GEMM register tile: fp32 A, 4 rows x 32 columns ---- */
+/* ---- the GEMM register tile: packed fp32 A, 4 rows x 32 columns ---- */
 
 #define QMM__GENERIC_MR 4
 
 static void qmm__tile_fma_generic(const qmm__cpu_tile_args *t)
 {
-    float acc[QMM__GENERIC_MR][32];
-    const float *a = t->a;
-    for (size_t i = 0; i < t->mr; i++)
-        for (size_t c = 0; c < 32; c++) acc[i][c] = t->accumulate ? t->part[i * t->ldp + c] : 0.0f;
-    const size_t pairs = (t->kc + 1) / 2;
-    for (size_t p = 0; p < pairs; p++) {
+    enum { MR = QMM__GENERIC_MR };
+    float acc[MR][32];
+    const float *a = t->a; /* [2 * pairs][MR] */
+    for (size_t i = 0; i < MR; i++)
+        for (size_t c = 0; c < 32; c++) acc[i][c] = t->accumulate && i < t->mr ? t->part[i * t->ldp + c] : 0.0f;
+    for (size_t p = 0; p < t->pairs; p++) {
         float w0[32], w1[32];
         for (size_t c = 0; c < 16; c++) {
             w0[c] = qmm__bf16_to_fp32(t->w0[p * t->wstride + 2 * c]), w1[c] = qmm__bf16_to_fp32(t->w0[p * t->wstride + 2 * c + 1]);
             w0[16 + c] = qmm__bf16_to_fp32(t->w1[p * t->wstride + 2 * c]), w1[16 + c] = qmm__bf16_to_fp32(t->w1[p * t->wstride + 2 * c + 1]);
         }
-        const int odd_tail = 2 * p + 1 == t->kc;
-        for (size_t i = 0; i < t->mr; i++) {
-            const float a0 = a[i * t->lda + 2 * p], a1 = odd_tail ? 0.0f : a[i * t->lda + 2 * p + 1];
-            for (size_t c = 0; c < 32; c++) acc[i][c] += a0 * w0[c] + a1 * w1[c];
-        }
+        const float *ap = a + 2 * p * MR;
+        for (size_t i = 0; i < MR; i++)
+            for (size_t c = 0; c < 32; c++) acc[i][c] += ap[i] * w0[c] + ap[MR + i] * w1[c];
     }
-    for (size_t i = 0; i < t->mr; i++) {
+    for (size_t i = 0; i < MR && i < t->mr; i++) {
         if (t->epi) qmm__generic_store(t->epi, t->row0 + i, t->col0, 32, acc[i]);
         else memcpy(t->part + i * t->ldp, acc[i], sizeof acc[i]);
     }
@@ -167,9 +165,10 @@ static void qmm__tile_fma_generic(const qmm__cpu_tile_args *t)
 static uint64_t qmm__read_sum_generic(const void *p, size_t bytes)
 {
     const uint64_t *q = p;
+    const size_t quarter = bytes / 32; /* words per stream: four sequential streams */
     uint64_t s[8] = {0};
-    for (size_t i = 0; i < bytes / 8; i += 8)
-        for (int j = 0; j < 8; j++) s[j] += q[i + j];
+    for (size_t i = 0; i < quarter; i += 2)
+        for (int j = 0; j < 4; j++) s[2 * j] += q[j * quarter + i], s[2 * j + 1] += q[j * quarter + i + 1];
     return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
 

@@ -1,6 +1,7 @@
 /* qmm_context_measure_rates on the CPU backend, with the context's own threads and kernel table:
  * - read bandwidth: every thread sums its own slice of one buffer far beyond the caches (first
- *   touched by the thread that reads it); bytes read / time of the slowest thread, median of 7 passes;
+ *   touched by the thread that reads it) in four sequential streams; bytes read / time of the slowest
+ *   thread, median of 9 passes;
  * - fp32 FMA peak: every thread runs independent FMA chains (enough to cover the latency); best of 5;
  * - bf16 dot-product peak (AVX512-BF16 only): the same with vdpbf16ps, 64 flop per zmm instruction
  *   (32 bf16 products, each multiply and add counted), as the GEMM's GFLOP/s are counted. */
@@ -100,18 +101,18 @@ qmm_status qmm__cpu_measure(qmm__cpu_state *s, size_t bytes, qmm_machine_rates *
     j->slice = slice;
     j->what = 0;
     qmm__pool_run(s->pool, qmm__measure_worker, j);
-    double gbps[7];
+    double gbps[9];
     j->what = 1;
     qmm__pool_run(s->pool, qmm__measure_worker, j); /* warm-up */
-    for (int rep = 0; rep < 7; rep++) {
+    for (int rep = 0; rep < 9; rep++) {
         qmm__pool_run(s->pool, qmm__measure_worker, j);
         gbps[rep] = (double)(slice * (size_t)nt) / qmm__max_seconds(j, nt) * 1e-9;
     }
-    qsort(gbps, 7, sizeof gbps[0], qmm__cmp_double);
+    qsort(gbps, 9, sizeof gbps[0], qmm__cmp_double);
     free(buf);
     qmm_machine_rates r;
     memset(&r, 0, sizeof r);
-    r.copy_gbps = gbps[3];
+    r.copy_gbps = gbps[4];
     r.fp32_gflops = qmm__peak_gflops(s, j, 2);
     r.bf16_gflops = s->kern.dot_loop ? qmm__peak_gflops(s, j, 3) : 0.0;
     free(j);

@@ -32,17 +32,21 @@ QMM__INLINE void qmm__gemv_group(const int kind, const int dot, const int MG, co
             s[1] = qmm__mxfp4_scales(ts + 16);
         }
         for (int b = 0; b < blocks; b++) {
-            __m512 t[QMM__GEMV_ROWS];
-            for (int i = 0; i < MG; i++) t[i] = _mm512_setzero_ps();
+            /* two partial sums per row and block (even and odd k-pairs) halve the dependency chain
+             * (M = 1 would wait on it); the same for every MG, or a row's sums would depend on M */
+            const int tsplit = 2, asplit = 1;
+            __m512 t[QMM__GEMV_ROWS][2];
+            for (int i = 0; i < MG; i++) t[i][0] = t[i][1] = _mm512_setzero_ps();
             for (int c = 0; c < chunks; c++) {
                 const __m512i chunk = _mm512_loadu_si512(td + 64 * (chunks * b + c));
                 for (int j = 0; j < 4; j++) {
                     const __m512i v = qmm__e2m1_pair(chunk, j, lut);
                     const size_t kk = k0 + (size_t)(8 * (chunks * b + c) + 2 * j);
-                    for (int i = 0; i < MG; i++) t[i] = qmm__madd_pair(dot, t[i], v, arow[i], kk);
+                    for (int i = 0; i < MG; i++) t[i][j % tsplit] = qmm__madd_pair(dot, t[i][j % tsplit], v, arow[i], kk);
                 }
             }
-            for (int i = 0; i < MG; i++) acc[i][b & 1] = _mm512_fmadd_ps(t[i], s[b], acc[i][b & 1]);
+            for (int i = 0; i < MG; i++)
+                acc[i][b % asplit] = _mm512_fmadd_ps(tsplit == 2 ? _mm512_add_ps(t[i][0], t[i][1]) : t[i][0], s[b], acc[i][b % asplit]);
         }
     } else {
         for (int p = 0; p < 32; p += 2) {
@@ -70,9 +74,16 @@ QMM__INLINE void qmm__gemv_rows(const int kind, const int dot, const int MG, con
         arow[i] = (const char *)x->a + (m0 + (size_t)i) * x->lda * esz;
         acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     }
-    for (size_t g = 0; g < full; g++)
+    for (size_t g = 0; g < full; g++) {
+#ifdef QMM_GEMV_PREFETCH
+        /* software prefetch QMM_GEMV_PREFETCH bytes ahead in the tile's data and scales */
+        for (size_t l = 0; l < QMM__GROUP_DATA(kind); l += 64)
+            _mm_prefetch((const char *)td + g * QMM__GROUP_DATA(kind) + QMM_GEMV_PREFETCH + l, _MM_HINT_T0);
+        if (ts) _mm_prefetch((const char *)ts + g * QMM__GROUP_SCALES(kind) + QMM_GEMV_PREFETCH / 8, _MM_HINT_T0);
+#endif
         qmm__gemv_group(kind, dot, MG, td + g * QMM__GROUP_DATA(kind), ts ? ts + g * QMM__GROUP_SCALES(kind) : NULL, arow,
                         g * QMM__KGROUP, acc);
+    }
     if (full < groups) { /* the last, partial group: A from a zero-padded copy */
         _Alignas(64) unsigned char buf[QMM__GEMV_ROWS][QMM__KGROUP * 4];
         const void *brow[QMM__GEMV_ROWS];

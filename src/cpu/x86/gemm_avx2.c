@@ -1,41 +1,34 @@
-/* AVX2 GEMM pieces: the FMA register tile (fp32 A) and the panel fills from the prepared layout.
- * The tile makes two passes of 16 columns (w0, then w1), each 4 rows x 16 columns in 8 ymm
+/* AVX2 GEMM pieces: the FMA register tile (packed fp32 A) and the panel fills from the prepared
+ * layout. The tile makes two passes of 16 columns (w0, then w1), each 4 rows x 16 columns in 8 ymm
  * accumulators with the 4 fp32 weight vectors of a k-pair: 14 of the 16 ymm registers. */
 #include "avx2_common.h"
 
 #define QMM__MR_FMA_AVX2 4
 
-QMM__INLINE void qmm__tile2_rows(const int MR, const qmm__cpu_tile_args *t)
+static void tile_fma_avx2(const qmm__cpu_tile_args *t)
 {
-    const float *a = t->a;
-    const size_t lda = t->lda, pairs = t->kc / 2, ws = t->wstride;
+    enum { MR = QMM__MR_FMA_AVX2 };
+    const float *a = t->a; /* [2 * pairs][MR] */
+    const size_t pairs = t->pairs, ws = t->wstride;
     for (size_t half = 0; half < 2; half++) {
         const uint16_t *w = half ? t->w1 : t->w0;
-        __m256 acc[QMM__MR_FMA_AVX2][2];
+        __m256 acc[MR][2];
         for (int i = 0; i < MR; i++)
             for (int j = 0; j < 2; j++)
-                acc[i][j] = t->accumulate ? _mm256_loadu_ps(t->part + (size_t)i * t->ldp + 16 * half + 8 * (size_t)j)
-                                          : _mm256_setzero_ps();
+                acc[i][j] = t->accumulate && (size_t)i < t->mr ? _mm256_loadu_ps(t->part + (size_t)i * t->ldp + 16 * half + 8 * (size_t)j)
+                                                               : _mm256_setzero_ps();
         for (size_t p = 0; p < pairs; p++) {
             const __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(w + p * ws));
             const __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + p * ws + 16));
             const __m256 l0 = qmm__pair_lo256(v0), h0 = qmm__pair_hi256(v0), l1 = qmm__pair_lo256(v1), h1 = qmm__pair_hi256(v1);
+            const float *ap = a + 2 * p * MR;
             for (int i = 0; i < MR; i++) {
-                const __m256 x0 = _mm256_broadcast_ss(a + (size_t)i * lda + 2 * p), x1 = _mm256_broadcast_ss(a + (size_t)i * lda + 2 * p + 1);
+                const __m256 x0 = _mm256_broadcast_ss(ap + i), x1 = _mm256_broadcast_ss(ap + MR + i);
                 acc[i][0] = _mm256_fmadd_ps(h0, x1, _mm256_fmadd_ps(l0, x0, acc[i][0]));
                 acc[i][1] = _mm256_fmadd_ps(h1, x1, _mm256_fmadd_ps(l1, x0, acc[i][1]));
             }
         }
-        if (t->kc & 1) {
-            const __m256 l0 = qmm__pair_lo256(_mm256_loadu_si256((const __m256i *)(const void *)(w + pairs * ws)));
-            const __m256 l1 = qmm__pair_lo256(_mm256_loadu_si256((const __m256i *)(const void *)(w + pairs * ws + 16)));
-            for (int i = 0; i < MR; i++) {
-                const __m256 x0 = _mm256_broadcast_ss(a + (size_t)i * lda + 2 * pairs);
-                acc[i][0] = _mm256_fmadd_ps(l0, x0, acc[i][0]);
-                acc[i][1] = _mm256_fmadd_ps(l1, x0, acc[i][1]);
-            }
-        }
-        for (int i = 0; i < MR; i++)
+        for (int i = 0; i < MR && (size_t)i < t->mr; i++)
             for (size_t j = 0; j < 2; j++) {
                 const size_t col = t->col0 + 16 * half + 8 * j;
                 if (t->epi) {
@@ -44,16 +37,6 @@ QMM__INLINE void qmm__tile2_rows(const int MR, const qmm__cpu_tile_args *t)
                     _mm256_storeu_ps(t->part + (size_t)i * t->ldp + 16 * half + 8 * j, acc[i][j]);
                 }
             }
-    }
-}
-
-static void tile_fma_avx2(const qmm__cpu_tile_args *t)
-{
-    switch (t->mr) {
-    case 1: qmm__tile2_rows(1, t); break;
-    case 2: qmm__tile2_rows(2, t); break;
-    case 3: qmm__tile2_rows(3, t); break;
-    default: qmm__tile2_rows(4, t); break;
     }
 }
 

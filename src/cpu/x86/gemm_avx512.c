@@ -7,20 +7,7 @@
 
 static void tile_fma_avx512(const qmm__cpu_tile_args *t)
 {
-    switch (t->mr) {
-    case 1: qmm__tile_rows(0, 1, t); break;
-    case 2: qmm__tile_rows(0, 2, t); break;
-    case 3: qmm__tile_rows(0, 3, t); break;
-    case 4: qmm__tile_rows(0, 4, t); break;
-    case 5: qmm__tile_rows(0, 5, t); break;
-    case 6: qmm__tile_rows(0, 6, t); break;
-    case 7: qmm__tile_rows(0, 7, t); break;
-    case 8: qmm__tile_rows(0, 8, t); break;
-    case 9: qmm__tile_rows(0, 9, t); break;
-    case 10: qmm__tile_rows(0, 10, t); break;
-    case 11: qmm__tile_rows(0, 11, t); break;
-    default: qmm__tile_rows(0, 12, t); break;
-    }
+    qmm__tile_rows(0, QMM__MR_FMA_AVX512, t);
 }
 
 static void panel_nvfp4_avx512(const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel)

@@ -7,20 +7,7 @@
 
 static void tile_dot_avx512bf16(const qmm__cpu_tile_args *t)
 {
-    switch (t->mr) {
-    case 1: qmm__tile_rows(1, 1, t); break;
-    case 2: qmm__tile_rows(1, 2, t); break;
-    case 3: qmm__tile_rows(1, 3, t); break;
-    case 4: qmm__tile_rows(1, 4, t); break;
-    case 5: qmm__tile_rows(1, 5, t); break;
-    case 6: qmm__tile_rows(1, 6, t); break;
-    case 7: qmm__tile_rows(1, 7, t); break;
-    case 8: qmm__tile_rows(1, 8, t); break;
-    case 9: qmm__tile_rows(1, 9, t); break;
-    case 10: qmm__tile_rows(1, 10, t); break;
-    case 11: qmm__tile_rows(1, 11, t); break;
-    default: qmm__tile_rows(1, 12, t); break;
-    }
+    qmm__tile_rows(1, QMM__MR_DOT_AVX512, t);
 }
 
 void qmm__cpu_fill_avx512bf16_gemm(qmm__cpu_kernels *k);

@@ -123,15 +123,21 @@ static void gemv_bf16_avx2(const qmm__cpu_gemv_args *x, size_t t0, size_t t1) { 
 /* defined in gemm_avx2.c */
 void qmm__cpu_fill_avx2_gemm(qmm__cpu_kernels *k);
 
+/* Four sequential streams, as read_sum_avx512. */
 static uint64_t read_sum_avx2(const void *p, size_t bytes)
 {
     const char *q = p;
+    const size_t quarter = bytes / 4;
     __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-    for (size_t i = 0; i < bytes; i += 128) {
+    for (size_t i = 0; i < quarter; i += 64) {
         s0 = _mm256_add_epi64(s0, _mm256_load_si256((const __m256i *)(const void *)(q + i)));
-        s1 = _mm256_add_epi64(s1, _mm256_load_si256((const __m256i *)(const void *)(q + i + 32)));
-        s2 = _mm256_add_epi64(s2, _mm256_load_si256((const __m256i *)(const void *)(q + i + 64)));
-        s3 = _mm256_add_epi64(s3, _mm256_load_si256((const __m256i *)(const void *)(q + i + 96)));
+        s1 = _mm256_add_epi64(s1, _mm256_load_si256((const __m256i *)(const void *)(q + quarter + i)));
+        s2 = _mm256_add_epi64(s2, _mm256_load_si256((const __m256i *)(const void *)(q + 2 * quarter + i)));
+        s3 = _mm256_add_epi64(s3, _mm256_load_si256((const __m256i *)(const void *)(q + 3 * quarter + i)));
+        s0 = _mm256_add_epi64(s0, _mm256_load_si256((const __m256i *)(const void *)(q + i + 32)));
+        s1 = _mm256_add_epi64(s1, _mm256_load_si256((const __m256i *)(const void *)(q + quarter + i + 32)));
+        s2 = _mm256_add_epi64(s2, _mm256_load_si256((const __m256i *)(const void *)(q + 2 * quarter + i + 32)));
+        s3 = _mm256_add_epi64(s3, _mm256_load_si256((const __m256i *)(const void *)(q + 3 * quarter + i + 32)));
     }
     uint64_t out[4];
     _mm256_storeu_si256((__m256i *)(void *)out, _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3)));

@@ -12,15 +12,18 @@ void qmm__cpu_fill_avx512_gemm(qmm__cpu_kernels *k);
 
 /* ---- measurement loops ---- */
 
+/* Four sequential streams (the quarters of the slice): on the development VM they reach 5-10% more
+ * than one stream, as the GEMV's two streams (data and scales) per thread do. */
 static uint64_t read_sum_avx512(const void *p, size_t bytes)
 {
     const char *q = p;
+    const size_t quarter = bytes / 4;
     __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-    for (size_t i = 0; i < bytes; i += 256) {
+    for (size_t i = 0; i < quarter; i += 64) {
         s0 = _mm512_add_epi64(s0, _mm512_load_si512(q + i));
-        s1 = _mm512_add_epi64(s1, _mm512_load_si512(q + i + 64));
-        s2 = _mm512_add_epi64(s2, _mm512_load_si512(q + i + 128));
-        s3 = _mm512_add_epi64(s3, _mm512_load_si512(q + i + 192));
+        s1 = _mm512_add_epi64(s1, _mm512_load_si512(q + quarter + i));
+        s2 = _mm512_add_epi64(s2, _mm512_load_si512(q + 2 * quarter + i));
+        s3 = _mm512_add_epi64(s3, _mm512_load_si512(q + 3 * quarter + i));
     }
     return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
 }
