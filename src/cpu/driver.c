@@ -89,13 +89,35 @@ typedef struct qmm__pack_job {
 
 #define QMM__KC_PAIRS (QMM__KC / 2)
 
-static float qmm__a_value(const qmm__matmul_args *x, size_t r, size_t c)
+/* Row r of A, pairs [p0, p0 + n) (values [2 p0, 2 p0 + 2n)), into dst with a stride of mr (dwords for
+ * the dot kernel, pairs of floats mr apart for FMA); zero past K. */
+static void qmm__pack_row(const qmm__matmul_args *x, bool dot, size_t r, size_t p0, size_t n, size_t mr, void *dst)
 {
-    const size_t i = r * x->lda + c;
-    switch (x->a_type) {
-    case QMM_DTYPE_FP32: return ((const float *)x->a)[i];
-    case QMM_DTYPE_BF16: return qmm__bf16_to_fp32(((const uint16_t *)x->a)[i]);
-    default: return qmm__fp16_to_fp32(((const uint16_t *)x->a)[i]);
+    const size_t k = x->k;
+    if (dot) {
+        uint32_t *d = dst;
+        const uint16_t *src = (const uint16_t *)x->a + r * x->lda;
+        for (size_t p = 0; p < n; p++) {
+            const size_t c = 2 * (p0 + p);
+            uint32_t v = 0;
+            if (c + 1 < k) memcpy(&v, src + c, 4);
+            else if (c < k) v = src[c]; /* (a[K-1], 0) */
+            d[p * mr] = v;
+        }
+        return;
+    }
+    float *d = dst;
+    for (size_t p = 0; p < n; p++) {
+        for (size_t e = 0; e < 2; e++) {
+            const size_t c = 2 * (p0 + p) + e, i = r * x->lda + c;
+            float v = 0.0f;
+            if (c < k) {
+                if (x->a_type == QMM_DTYPE_FP32) v = ((const float *)x->a)[i];
+                else if (x->a_type == QMM_DTYPE_BF16) v = qmm__bf16_to_fp32(((const uint16_t *)x->a)[i]);
+                else v = qmm__fp16_to_fp32(((const uint16_t *)x->a)[i]);
+            }
+            d[2 * p * mr + e * mr] = v;
+        }
     }
 }
 
@@ -104,27 +126,20 @@ static void qmm__pack_worker(void *arg, int tid, int nt)
     const qmm__pack_job *j = arg;
     const qmm__matmul_args *x = j->x;
     const size_t g0 = j->groups * (size_t)tid / (size_t)nt, g1 = j->groups * (size_t)(tid + 1) / (size_t)nt;
-    const size_t mr = j->mr, k = x->k, full = k / 2, pairs = (k + 1) / 2;
-    const size_t block_elems = j->groups * QMM__KC_PAIRS * mr; /* dwords (dot) or float pairs (FMA) */
-    for (size_t g = g0; g < g1; g++) {
-        for (size_t i = 0; i < mr; i++) {
-            const size_t r = g * mr + i;
-            for (size_t p = 0; p < j->blocks * QMM__KC_PAIRS; p++) {
-                const size_t b = p / QMM__KC_PAIRS, off = b * block_elems + (g * QMM__KC_PAIRS + p % QMM__KC_PAIRS) * mr;
-                if (j->dot) {
-                    uint32_t v = 0;
-                    const uint16_t *src = (const uint16_t *)x->a + r * x->lda;
-                    if (r < x->m && p < full) memcpy(&v, src + 2 * p, 4);
-                    else if (r < x->m && p < pairs) v = src[k - 1]; /* (a[K-1], 0) */
-                    ((uint32_t *)j->out)[off + i] = v;
-                } else {
-                    float *dst = (float *)j->out + 2 * off;
-                    dst[i] = r < x->m && 2 * p < k ? qmm__a_value(x, r, 2 * p) : 0.0f;
-                    dst[mr + i] = r < x->m && 2 * p + 1 < k ? qmm__a_value(x, r, 2 * p + 1) : 0.0f;
-                }
+    const size_t mr = j->mr, esz = j->dot ? 4 : 8; /* bytes of one row's pair */
+    const size_t block_bytes = j->groups * QMM__KC_PAIRS * mr * esz;
+    for (size_t g = g0; g < g1; g++)
+        for (size_t b = 0; b < j->blocks; b++) {
+            char *dst = (char *)j->out + b * block_bytes + g * QMM__KC_PAIRS * mr * esz;
+            for (size_t i = 0; i < mr; i++) {
+                void *d = dst + 4 * i; /* row i: dword i (dot) or float i (FMA) of each k-pair */
+                if (g * mr + i < x->m) qmm__pack_row(x, j->dot, g * mr + i, b * QMM__KC_PAIRS, QMM__KC_PAIRS, mr, d);
+                else if (j->dot)
+                    for (size_t p = 0; p < QMM__KC_PAIRS; p++) ((uint32_t *)d)[p * mr] = 0;
+                else
+                    for (size_t p = 0; p < 2 * QMM__KC_PAIRS; p++) ((float *)d)[p * mr] = 0.0f;
             }
         }
-    }
 }
 
 static qmm_status qmm__pack_a(qmm__cpu_state *s, const qmm__matmul_args *x, bool dot, size_t mr)
