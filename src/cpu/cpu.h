@@ -7,13 +7,17 @@
 #include "kernels.h"
 #include "threadpool.h"
 
-/* GEMM blocking (src/cpu/README.md): a thread owns blocks of QMM__NC columns x up to QMM__MC rows
- * and walks K in steps of QMM__KC. A panel of 32 columns x QMM__KC (16 KB of bf16) stays in L1 while
- * the MR-row tiles of A pass over it; the MC x KC block of A (256 KB of bf16) and the MC x NC partial
- * sums (256 KB of fp32) stay in the 1 MB L2 of the development machine (Zen 4). */
-#define QMM__KC 256
-#define QMM__NC 128
-#define QMM__MC 512
+/* GEMM blocking (BLIS order; src/cpu/README.md). A thread owns blocks of up to QMM__NC columns x up
+ * to QMM__MC rows. For each step of QMM__KC along K it dequantizes the block's weights into panels of
+ * 32 columns x QMM__KC (24 KB of bf16 each, 6 of them), then for each panel (in L1) runs the MR-row
+ * register tiles over the block's packed A (QMM__MC x QMM__KC, 396 KB of bf16, reused by every
+ * panel); the partial sums (QMM__MC x QMM__NC fp32, 396 KB) wait between K steps. About 950 KB: the
+ * 1 MB L2 of the development machine (Zen 4). Measured against NC in {128, 192, 256, 1024}, MC in
+ * {256, 512, 516}, KC in {256, 384, 512} at M = 512, (4096, 14336): within 5% of each other on this
+ * noisy VM, this one best in repeated runs (docs/cpu-notes.md). MC = 516 = 43 x 12 rows. */
+#define QMM__KC 384
+#define QMM__NC 192
+#define QMM__MC 516
 #define QMM__MR_MAX 16 /* the most rows a register tile has (the partial sums hold QMM__MC + this) */
 
 typedef struct qmm__cpu_state {

@@ -1,10 +1,11 @@
 /* The two paths of the CPU backend and how threads share them (src/cpu/README.md):
  * - GEMV (QMM_PATH_GEMV): the 16-row tiles of the prepared weight are split into one contiguous range
  *   per thread; each thread makes one pass over its tiles for all rows of A.
- * - GEMM (QMM_PATH_MATERIALIZE): the thread's blocks of QMM__NC columns x QMM__MC rows; for each step
- *   of QMM__KC along K the block's weights are dequantized into bf16 panels in cache, then register
- *   tiles of MR rows x 32 columns run over them; partial sums wait in fp32 between K steps and the
- *   epilogue is applied in the store of the last one.
+ * - GEMM (QMM_PATH_MATERIALIZE): A is packed once; each thread owns blocks of up to QMM__NC columns x
+ *   QMM__MC rows; for each step of QMM__KC along K the block's weights are dequantized into bf16 panels
+ *   of 32 columns, then register tiles of MR rows x 32 columns run over them, panel by panel (cpu.h
+ *   has the cache plan); partial sums wait in fp32 between K steps and the epilogue is applied in the
+ *   store of the last one.
  * Both partitions are static, and a row's sums are formed in the same order whatever M and the thread
  * count are (batch invariant, and 1 thread = N threads bit for bit). */
 #include <stdlib.h>
@@ -169,64 +170,80 @@ typedef struct qmm__gemm_job {
     const char *a;      /* packed A */
     size_t pair_bytes;  /* bytes of one k-pair of a group */
     size_t block_bytes; /* bytes of one K block (all groups) */
-    size_t m, mc, n_ic, n_jc;
+    size_t m, mc, n_ic;
+    size_t panels, n_chunks; /* 32-column panels of N, and the column chunks they are split into */
 } qmm__gemm_job;
 
 #define QMM__PANEL_ELEMS (QMM__KC / 2 * 64) /* uint16 in one panel of 32 columns x QMM__KC */
 
-static void qmm__gemm_block(const qmm__gemm_job *j, uint16_t *panels, float *part, size_t ic, size_t jc)
+/* Rows of row block ic x panels [q0, q1): every K step, panels first, then the tiles. */
+static void qmm__gemm_block(const qmm__gemm_job *j, uint16_t *panels, float *part, size_t ic, size_t q0, size_t q1)
 {
     const qmm__cpu_weight *w = j->w;
     const size_t m0 = ic * j->mc, m1 = m0 + j->mc < j->m ? m0 + j->mc : j->m;
-    const size_t n0 = jc * QMM__NC, n1 = n0 + QMM__NC < w->n ? n0 + QMM__NC : w->n;
-    const size_t npanels = (n1 - n0 + 31) / 32, k = w->k;
+    const size_t k = w->k, ldp = 32 * (q1 - q0);
+    const uint16_t *w0[QMM__NC / 32], *w1[QMM__NC / 32];
+    size_t wstride[QMM__NC / 32];
     for (size_t pc = 0; pc < k; pc += QMM__KC) {
         const size_t kc = k - pc < QMM__KC ? k - pc : QMM__KC;
         const size_t depth = (kc + QMM__KGROUP - 1) / QMM__KGROUP * QMM__KGROUP;
-        const uint16_t *w0[QMM__NC / 32], *w1[QMM__NC / 32];
-        size_t wstride[QMM__NC / 32];
-        for (size_t jr = 0; jr < npanels; jr++) {
-            const size_t col = n0 + 32 * jr, t = col / QMM__TILE_ROWS;
+        for (size_t q = q0; q < q1; q++) {
+            const size_t col = 32 * q, t = col / QMM__TILE_ROWS;
             if (w->prepared && w->kind == QMM__KIND_BF16 && t + 1 < w->tiles) {
                 /* dense bf16: the prepared tiles are already pair vectors; read them in place */
-                w0[jr] = (const uint16_t *)(const void *)(w->data + t * w->tile_bytes) + 32 * (pc / 2);
-                w1[jr] = (const uint16_t *)(const void *)(w->data + (t + 1) * w->tile_bytes) + 32 * (pc / 2);
-                wstride[jr] = 32;
+                w0[q - q0] = (const uint16_t *)(const void *)(w->data + t * w->tile_bytes) + 32 * (pc / 2);
+                w1[q - q0] = (const uint16_t *)(const void *)(w->data + (t + 1) * w->tile_bytes) + 32 * (pc / 2);
+                wstride[q - q0] = 32;
                 continue;
             }
-            uint16_t *panel = panels + jr * QMM__PANEL_ELEMS;
+            uint16_t *panel = panels + (q - q0) * QMM__PANEL_ELEMS;
             if (w->prepared) j->s->kern.panel[w->kind](w, col, pc, depth, panel);
             else qmm__cpu_panel_canonical(w, col, pc, depth, panel);
-            w0[jr] = panel, w1[jr] = panel + 32, wstride[jr] = 64;
+            w0[q - q0] = panel, w1[q - q0] = panel + 32, wstride[q - q0] = 64;
         }
         const bool last = pc + kc == k;
-        for (size_t jr = 0; jr < npanels; jr++) {
+        const char *ablock = j->a + (pc / QMM__KC) * j->block_bytes;
+        for (size_t q = q0; q < q1; q++) {
             for (size_t ir = m0; ir < m1; ir += j->mr) {
                 qmm__cpu_tile_args t;
-                t.a = j->a + (pc / QMM__KC) * j->block_bytes + (ir / j->mr) * QMM__KC_PAIRS * j->pair_bytes;
+                t.a = ablock + (ir / j->mr) * QMM__KC_PAIRS * j->pair_bytes;
                 t.mr = m1 - ir < j->mr ? m1 - ir : j->mr;
                 t.pairs = (kc + 1) / 2;
-                t.w0 = w0[jr], t.w1 = w1[jr], t.wstride = wstride[jr];
-                t.part = part + (ir - m0) * QMM__NC + 32 * jr;
-                t.ldp = QMM__NC;
+                t.w0 = w0[q - q0], t.w1 = w1[q - q0], t.wstride = wstride[q - q0];
+                t.part = part + (ir - m0) * ldp + 32 * (q - q0);
+                t.ldp = ldp;
                 t.accumulate = pc > 0;
                 t.epi = last ? j->epi : NULL;
-                t.row0 = ir, t.col0 = n0 + 32 * jr;
+                t.row0 = ir, t.col0 = 32 * q;
+                if (pc + kc < k || pc > 0) {
+                    /* the next tile's partial sums come from L3 (the block's 2 MB of them are swept every K
+                     * step): ask for them now, 3000 cycles of dot products ahead */
+                    const size_t nir = ir + j->mr < m1 ? ir + j->mr : m0;
+                    const float *next = part + (nir - m0) * ldp + 32 * (q - q0 + (ir + j->mr < m1 ? 0 : 1));
+                    for (size_t r = 0; r < j->mr && nir + r < m1; r++) {
+                        __builtin_prefetch(next + r * ldp, 1);
+                        __builtin_prefetch(next + r * ldp + 16, 1);
+                    }
+                }
                 j->tile(&t);
             }
         }
     }
 }
 
+/* Work items: row block x column chunk, chunk-major; a thread takes a contiguous range of them. */
 static void qmm__gemm_worker(void *arg, int tid, int nt)
 {
     const qmm__gemm_job *j = arg;
     uint8_t *ws = j->s->thread_ws + (size_t)tid * j->s->thread_ws_bytes;
     uint16_t *panels = (uint16_t *)(void *)ws;
     float *part = (float *)(void *)(ws + (QMM__NC / 32) * QMM__PANEL_ELEMS * sizeof(uint16_t));
-    const size_t items = j->n_ic * j->n_jc;
+    const size_t items = j->n_ic * j->n_chunks;
     const size_t i0 = items * (size_t)tid / (size_t)nt, i1 = items * (size_t)(tid + 1) / (size_t)nt;
-    for (size_t it = i0; it < i1; it++) qmm__gemm_block(j, panels, part, it % j->n_ic, it / j->n_ic);
+    for (size_t it = i0; it < i1; it++) {
+        const size_t c = it / j->n_ic, ic = it % j->n_ic;
+        qmm__gemm_block(j, panels, part, ic, j->panels * c / j->n_chunks, j->panels * (c + 1) / j->n_chunks);
+    }
 }
 
 size_t qmm__cpu_thread_ws_bytes(void)
@@ -271,11 +288,16 @@ qmm_status qmm__cpu_matmul_run(qmm__cpu_state *s, const qmm__matmul_args *x, con
     j.pair_bytes = j.mr * 4 * (dot ? 1 : 2);
     j.block_bytes = (x->m + j.mr - 1) / j.mr * QMM__KC_PAIRS * j.pair_bytes;
     j.m = x->m;
-    j.n_jc = (w->n + QMM__NC - 1) / QMM__NC;
-    /* Rows in blocks of QMM__MC, smaller when there are too few column blocks to occupy every thread. */
-    size_t n_ic = (x->m + QMM__MC - 1) / QMM__MC;
+    /* Columns: chunks of at most QMM__NC, their count a multiple of the threads when there are enough
+     * panels, so that every thread gets the same share. Rows: blocks of at most QMM__MC, more of them
+     * when there are too few chunks to occupy every thread. */
     const size_t nt = (size_t)s->nthreads;
-    if (n_ic * j.n_jc < nt) n_ic = (nt + j.n_jc - 1) / j.n_jc;
+    j.panels = (w->n + 31) / 32;
+    size_t chunks = (j.panels + QMM__NC / 32 - 1) / (QMM__NC / 32);
+    if (j.panels >= nt) chunks = (chunks + nt - 1) / nt * nt;
+    j.n_chunks = chunks < j.panels ? chunks : j.panels;
+    size_t n_ic = (x->m + QMM__MC - 1) / QMM__MC;
+    if (n_ic * j.n_chunks < nt) n_ic = (nt + j.n_chunks - 1) / j.n_chunks;
     size_t mc = (x->m + n_ic - 1) / n_ic;
     mc = (mc + j.mr - 1) / j.mr * j.mr; /* <= QMM__MC rounded up to MR rows: the partial sums hold that */
     j.mc = mc;
