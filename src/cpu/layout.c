@@ -45,22 +45,36 @@ void qmm__cpu_view_canonical(const qmm_weight *w, qmm__cpu_weight *out)
 
 /* E2M1 tiles: chunk c (64 bytes) holds k in [8c, 8c + 8) of the 16 rows; 16-bit word i = 2 * row + s
  * holds in its nibble j the code of W[row][8c + 2j + s]. A 16-lane bf16-pair vector then comes from
- * one word-table lookup per nibble (vpermw on the word shifted right by 4j). */
+ * one word-table lookup per nibble (vpermw on the word shifted right by 4j).
+ * The 4 canonical bytes of a row's chunk hold the nibbles n0..n7 (k = 8c + i) in order; the row's
+ * two words are the even nibbles and the odd ones, which two swaps of bit fields produce (an
+ * "unshuffle", Hacker's Delight 7-2, on nibbles). */
+static uint32_t qmm__unshuffle_nibbles(uint32_t x)
+{
+    uint32_t t = (x ^ (x >> 4)) & 0x00F000F0u; /* n1 <-> n2, n5 <-> n6 */
+    x ^= t ^ (t << 4);
+    t = (x ^ (x >> 8)) & 0x0000FF00u; /* byte 1 <-> byte 2 */
+    return x ^ t ^ (t << 8);           /* low half n6 n4 n2 n0, high half n7 n5 n3 n1 */
+}
+
 static void qmm__prepare_e2m1(const qmm_weight *w, qmm__cpu_weight *p, uint8_t *data, uint8_t *scales)
 {
     const size_t n = w->n, k = w->k, row_bytes = k / 2 + (k & 1), b = qmm__block_of(p->kind);
-    const size_t spr = k / b + (k % b != 0), tile_blocks = p->kp / b;
+    const size_t spr = k / b + (k % b != 0), chunks = (row_bytes + 3) / 4;
     for (size_t t = 0; t < p->tiles; t++) {
         uint8_t *td = data + t * p->tile_bytes, *ts = scales + t * p->tile_scale_bytes;
         for (size_t l = 0; l < QMM__TILE_ROWS && t * QMM__TILE_ROWS + l < n; l++) {
             const size_t r = t * QMM__TILE_ROWS + l;
             const uint8_t *row = w->data + r * row_bytes;
-            for (size_t kk = 0; kk < k; kk++) {
-                const uint8_t code = (uint8_t)((kk & 1) ? row[kk / 2] >> 4 : row[kk / 2] & 0xfu);
-                const size_t c = kk / 8, j = (kk % 8) / 2, s = kk & 1;
-                td[64 * c + 4 * l + 2 * s + (j >> 1)] |= (uint8_t)(code << (4 * (j & 1)));
+            for (size_t c = 0; c < chunks; c++) {
+                uint8_t bytes[4] = {0, 0, 0, 0};
+                memcpy(bytes, row + 4 * c, row_bytes - 4 * c < 4 ? row_bytes - 4 * c : 4);
+                const uint32_t v = qmm__unshuffle_nibbles((uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 |
+                                                          (uint32_t)bytes[2] << 16 | (uint32_t)bytes[3] << 24);
+                const uint8_t out[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+                memcpy(td + 64 * c + 4 * l, out, 4);
             }
-            for (size_t bl = 0; bl < spr && bl < tile_blocks; bl++) ts[16 * bl + l] = w->block_scales[r * spr + bl];
+            for (size_t bl = 0; bl < spr; bl++) ts[16 * bl + l] = w->block_scales[r * spr + bl];
         }
     }
 }
@@ -73,7 +87,7 @@ static void qmm__prepare_bf16(const qmm_weight *w, qmm__cpu_weight *p, uint8_t *
         uint8_t *td = data + t * p->tile_bytes;
         for (size_t l = 0; l < QMM__TILE_ROWS && t * QMM__TILE_ROWS + l < n; l++) {
             const uint8_t *row = w->data + (t * QMM__TILE_ROWS + l) * k * 2;
-            for (size_t kk = 0; kk < k; kk++) memcpy(td + 2 * (32 * (kk / 2) + 2 * l + (kk & 1)), row + 2 * kk, 2);
+            for (size_t kk = 0; kk < k; kk += 2) memcpy(td + 64 * (kk / 2) + 4 * l, row + 2 * kk, kk + 1 < k ? 4 : 2);
         }
     }
 }
@@ -94,7 +108,8 @@ static void qmm__prepare_e4m3(const qmm_weight *w, qmm__cpu_weight *p, uint8_t *
         uint8_t *td = data + t * p->tile_bytes;
         for (size_t l = 0; l < QMM__TILE_ROWS && t * QMM__TILE_ROWS + l < n; l++) {
             const uint8_t *row = w->data + (t * QMM__TILE_ROWS + l) * k;
-            for (size_t kk = 0; kk < k; kk++) td[qmm__e4m3_offset(l, kk)] = row[kk];
+            for (size_t kk = 0; kk < k; kk += 2) /* a pair is two adjacent bytes */
+                memcpy(td + qmm__e4m3_offset(l, kk), row + kk, kk + 1 < k ? 2 : 1);
         }
     }
 }
