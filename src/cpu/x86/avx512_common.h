@@ -140,6 +140,21 @@ QMM__INLINE __m512i qmm__bcast_pair(const uint16_t *a)
     return _mm512_set1_epi32((int)u);
 }
 
+#ifdef __AVX512BF16__
+/* t += pair . v for every lane, the pair read from memory and broadcast by the dot product itself
+ * ({1to16}: one instruction instead of a broadcast and a dot product; GCC 12 does not fold the
+ * broadcast into vdpbf16ps on its own). Used where each pair of A meets one weight vector. */
+QMM__INLINE __m512 qmm__dot_bcast(__m512 t, __m512i v, const uint16_t *pair)
+{
+#if defined(__GNUC__) && !defined(QMM_NO_INLINE_ASM)
+    __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(t) : "v"(v), "m"(*(const uint32_t *)(const void *)pair));
+    return t;
+#else
+    return _mm512_dpbf16_ps(t, (__m512bh)v, (__m512bh)qmm__bcast_pair(pair));
+#endif
+}
+#endif
+
 /* t += pair(a[k], a[k + 1]) . v for every lane: a bf16 dot product where the unit has them and A is
  * bf16 (dot = 1), else two FMAs on fp32 A (dot = 0). */
 QMM__INLINE __m512 qmm__madd_pair(const int dot, __m512 t, __m512i v, const void *a, size_t k)
@@ -151,6 +166,17 @@ QMM__INLINE __m512 qmm__madd_pair(const int dot, __m512 t, __m512i v, const void
     const float *af = (const float *)a + k;
     t = _mm512_fmadd_ps(qmm__pair_lo(v), _mm512_set1_ps(af[0]), t);
     return _mm512_fmadd_ps(qmm__pair_hi(v), _mm512_set1_ps(af[1]), t);
+}
+
+/* qmm__madd_pair with the broadcast folded into the dot product (qmm__dot_bcast). In the E2M1 GEMV it
+ * saves a fifth of the instructions (+5% in cache); where many accumulators are live (the FP8 and bf16
+ * GEMV with 8 rows) GCC then allocates registers worse and spills, so those keep qmm__madd_pair. */
+QMM__INLINE __m512 qmm__madd_pair_bcast(const int dot, __m512 t, __m512i v, const void *a, size_t k)
+{
+#ifdef __AVX512BF16__
+    if (dot) return qmm__dot_bcast(t, v, (const uint16_t *)a + k);
+#endif
+    return qmm__madd_pair(dot, t, v, a, k);
 }
 
 /* ---- the epilogue ---- */

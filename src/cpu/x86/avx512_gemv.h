@@ -42,7 +42,7 @@ QMM__INLINE void qmm__gemv_group(const int kind, const int dot, const int MG, co
                 for (int j = 0; j < 4; j++) {
                     const __m512i v = qmm__e2m1_pair(chunk, j, lut);
                     const size_t kk = k0 + (size_t)(8 * (chunks * b + c) + 2 * j);
-                    for (int i = 0; i < MG; i++) t[i][j % tsplit] = qmm__madd_pair(dot, t[i][j % tsplit], v, arow[i], kk);
+                    for (int i = 0; i < MG; i++) t[i][j % tsplit] = qmm__madd_pair_bcast(dot, t[i][j % tsplit], v, arow[i], kk);
                 }
             }
             for (int i = 0; i < MG; i++)
@@ -75,12 +75,6 @@ QMM__INLINE void qmm__gemv_rows(const int kind, const int dot, const int MG, con
         acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     }
     for (size_t g = 0; g < full; g++) {
-#ifdef QMM_GEMV_PREFETCH
-        /* software prefetch QMM_GEMV_PREFETCH bytes ahead in the tile's data and scales */
-        for (size_t l = 0; l < QMM__GROUP_DATA(kind); l += 64)
-            _mm_prefetch((const char *)td + g * QMM__GROUP_DATA(kind) + QMM_GEMV_PREFETCH + l, _MM_HINT_T0);
-        if (ts) _mm_prefetch((const char *)ts + g * QMM__GROUP_SCALES(kind) + QMM_GEMV_PREFETCH / 8, _MM_HINT_T0);
-#endif
         qmm__gemv_group(kind, dot, MG, td + g * QMM__GROUP_DATA(kind), ts ? ts + g * QMM__GROUP_SCALES(kind) : NULL, arow,
                         g * QMM__KGROUP, acc);
     }
