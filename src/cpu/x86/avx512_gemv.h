@@ -75,6 +75,13 @@ QMM__INLINE void qmm__gemv_rows(const int kind, const int dot, const int MG, con
         acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     }
     for (size_t g = 0; g < full; g++) {
+        /* Software prefetch 4 KB ahead in the tile (and its scales). The loop body of a group is ~130
+         * instructions for 512 bytes, so the out-of-order window alone keeps only ~1.5 KB of loads in
+         * flight per core; measured from memory with 2 threads: NVFP4 M = 1 +18%, FP8 +5%, MXFP4 and
+         * bf16 unchanged (docs/cpu-notes.md). Past the tile's end it touches the next tile. */
+        for (size_t l = 0; l < QMM__GROUP_DATA(kind); l += 64)
+            _mm_prefetch((const char *)td + g * QMM__GROUP_DATA(kind) + 4096 + l, _MM_HINT_T0);
+        if (ts) _mm_prefetch((const char *)ts + g * QMM__GROUP_SCALES(kind) + 512, _MM_HINT_T0);
         qmm__gemv_group(kind, dot, MG, td + g * QMM__GROUP_DATA(kind), ts ? ts + g * QMM__GROUP_SCALES(kind) : NULL, arow,
                         g * QMM__KGROUP, acc);
     }
