@@ -44,43 +44,59 @@ static void qmm__generic_store(const qmm__cpu_epi *e, size_t row, size_t col0, s
 
 /* ---- decoding the prepared layout ---- */
 
-static float qmm__bf16_bits_to_f32(const uint8_t *p)
+/* Decoded values of every code, built once per call: E2M1, and E4M3 in the weight's unit (2^-8). */
+typedef struct qmm__generic_luts {
+    float e2m1[16];
+    float e4m3[256];
+} qmm__generic_luts;
+
+static void qmm__generic_luts_init(qmm__generic_luts *l)
+{
+    for (unsigned i = 0; i < 16; i++) l->e2m1[i] = qmm__e2m1_to_fp32((uint8_t)i);
+    for (unsigned i = 0; i < 256; i++) l->e4m3[i] = qmm__e4m3_to_fp32((uint8_t)i) * QMM__E4M3_UNIT;
+}
+
+static uint16_t qmm__u16_at(const uint8_t *p)
 {
     uint16_t h;
     memcpy(&h, p, 2);
-    return qmm__bf16_to_fp32(h);
+    return h;
 }
 
 /* Group g (k in [64g, 64g + 64)) of tile t as exact values in the weight's unit: out[kk][row]. */
-static void qmm__generic_decode_group(const qmm__cpu_weight *w, size_t t, size_t g, float out[QMM__KGROUP][QMM__TILE_ROWS])
+static void qmm__generic_decode_group(const qmm__cpu_weight *w, const qmm__generic_luts *lut, size_t t, size_t g,
+                                      float out[QMM__KGROUP][QMM__TILE_ROWS])
 {
     const uint8_t *td = w->data + t * w->tile_bytes;
     switch (w->kind) {
     case QMM__KIND_BF16:
         for (size_t kk = 0; kk < QMM__KGROUP; kk++) {
             const size_t k = 64 * g + kk;
-            for (size_t l = 0; l < QMM__TILE_ROWS; l++) out[kk][l] = qmm__bf16_bits_to_f32(td + 2 * (32 * (k / 2) + 2 * l + (k & 1)));
+            for (size_t l = 0; l < QMM__TILE_ROWS; l++)
+                out[kk][l] = qmm__bf16_to_fp32(qmm__u16_at(td + 64 * (k / 2) + 4 * l + 2 * (k & 1)));
         }
         break;
     case QMM__KIND_FP8:
-        for (size_t kk = 0; kk < QMM__KGROUP; kk++) {
-            const size_t k = 64 * g + kk;
-            for (size_t l = 0; l < QMM__TILE_ROWS; l++)
-                out[kk][l] = qmm__e4m3_to_fp32(td[qmm__e4m3_offset(l, k)]) * QMM__E4M3_UNIT;
-        }
+        for (size_t kk = 0; kk < QMM__KGROUP; kk++)
+            for (size_t l = 0; l < QMM__TILE_ROWS; l++) out[kk][l] = lut->e4m3[td[qmm__e4m3_offset(l, 64 * g + kk)]];
         break;
     default: {
-        const size_t b = w->kind == QMM__KIND_NVFP4 ? 16 : 32;
-        const uint8_t *ts = w->scales + t * w->tile_scale_bytes;
-        for (size_t kk = 0; kk < QMM__KGROUP; kk++) {
-            const size_t k = 64 * g + kk, c = k / 8, j = (k % 8) / 2, s = k & 1;
+        const size_t b = w->kind == QMM__KIND_NVFP4 ? 16 : 32, blocks = QMM__KGROUP / b;
+        const uint8_t *ts = w->scales + t * w->tile_scale_bytes + g * blocks * 16;
+        float sc[4][QMM__TILE_ROWS];
+        for (size_t bl = 0; bl < blocks; bl++)
+            for (size_t l = 0; l < QMM__TILE_ROWS; l++)
+                sc[bl][l] = w->kind == QMM__KIND_NVFP4 ? lut->e4m3[ts[16 * bl + l]] : qmm__e8m0_to_fp32(ts[16 * bl + l]);
+        const uint8_t *gd = td + 512 * g;
+        for (size_t c = 0; c < 8; c++) /* chunk c: k in [8c, 8c + 8); word 2l + s holds k = 8c + 2j + s in nibble j */
             for (size_t l = 0; l < QMM__TILE_ROWS; l++) {
-                const uint8_t byte = td[64 * c + 4 * l + 2 * s + (j >> 1)];
-                const float e = qmm__e2m1_to_fp32((uint8_t)(byte >> (4 * (j & 1))));
-                const uint8_t sc = ts[16 * (k / b) + l];
-                out[kk][l] = w->kind == QMM__KIND_NVFP4 ? e * (qmm__e4m3_to_fp32(sc) * QMM__E4M3_UNIT) : e * qmm__e8m0_to_fp32(sc);
+                const unsigned w0 = qmm__u16_at(gd + 64 * c + 4 * l), w1 = qmm__u16_at(gd + 64 * c + 4 * l + 2);
+                const float s = sc[8 * c / b][l];
+                for (unsigned j = 0; j < 4; j++) {
+                    out[8 * c + 2 * j][l] = lut->e2m1[(w0 >> (4 * j)) & 15u] * s;
+                    out[8 * c + 2 * j + 1][l] = lut->e2m1[(w1 >> (4 * j)) & 15u] * s;
+                }
             }
-        }
     }
     }
 }
@@ -95,13 +111,15 @@ static void qmm__gemv_generic(const qmm__cpu_gemv_args *x, size_t tile0, size_t 
     const float *a = x->a;
     const size_t k = w->k, groups = w->kp / QMM__KGROUP;
     float wv[QMM__KGROUP][QMM__TILE_ROWS];
+    qmm__generic_luts lut;
+    qmm__generic_luts_init(&lut);
     for (size_t t = tile0; t < tile1; t++) {
         for (size_t m0 = 0; m0 < x->m; m0 += QMM__GENERIC_GEMV_ROWS) {
             const size_t mg = x->m - m0 < QMM__GENERIC_GEMV_ROWS ? x->m - m0 : QMM__GENERIC_GEMV_ROWS;
             float acc[QMM__GENERIC_GEMV_ROWS][QMM__TILE_ROWS];
             memset(acc, 0, sizeof acc);
             for (size_t g = 0; g < groups; g++) {
-                qmm__generic_decode_group(w, t, g, wv);
+                qmm__generic_decode_group(w, &lut, t, g, wv);
                 const size_t kend = k - 64 * g < QMM__KGROUP ? k - 64 * g : QMM__KGROUP;
                 for (size_t i = 0; i < mg; i++) {
                     const float *ar = a + (m0 + i) * x->lda + 64 * g;
@@ -119,15 +137,17 @@ static void qmm__gemv_generic(const qmm__cpu_gemv_args *x, size_t tile0, size_t 
 static void qmm__panel_generic(const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel)
 {
     float wv[QMM__KGROUP][QMM__TILE_ROWS];
+    qmm__generic_luts lut;
+    qmm__generic_luts_init(&lut);
     for (size_t h = 0; h < 2; h++) {
         const size_t t = col0 / QMM__TILE_ROWS + h;
         for (size_t g = k0 / QMM__KGROUP; g < (k0 + kc) / QMM__KGROUP; g++) {
-            if (t < w->tiles) qmm__generic_decode_group(w, t, g, wv);
+            if (t < w->tiles) qmm__generic_decode_group(w, &lut, t, g, wv);
             else memset(wv, 0, sizeof wv);
             for (size_t kk = 0; kk < QMM__KGROUP; kk++) {
                 const size_t k = 64 * g + kk - k0;
                 for (size_t l = 0; l < QMM__TILE_ROWS; l++)
-                    panel[64 * (k / 2) + 2 * (16 * h + l) + (k & 1)] = qmm__fp32_to_bf16(wv[kk][l]); /* exact */
+                    panel[64 * (k / 2) + 2 * (16 * h + l) + (k & 1)] = (uint16_t)(qmm__f32_bits(wv[kk][l]) >> 16); /* exact */
             }
         }
     }

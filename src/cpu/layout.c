@@ -190,34 +190,31 @@ qmm_status qmm__cpu_prepare_weight(const qmm_weight *w, qmm__cpu_weight **out)
 
 /* ---- panels from canonical weights (portable; the slow path for unprepared weights) ---- */
 
-/* Decoded W[r][kk] in the weight's unit, exactly (element * block scale fits bf16). */
-static float qmm__canonical_value(const qmm__cpu_weight *w, size_t r, size_t kk)
-{
-    const size_t k = w->k;
-    switch (w->kind) {
-    case QMM__KIND_BF16: {
-        uint16_t h;
-        memcpy(&h, w->data + 2 * (r * k + kk), 2);
-        return qmm__bf16_to_fp32(h);
-    }
-    case QMM__KIND_FP8: return qmm__e4m3_to_fp32(w->data[r * k + kk]) * QMM__E4M3_UNIT;
-    default: {
-        const size_t b = qmm__block_of(w->kind), spr = k / b + (k % b != 0), row_bytes = k / 2 + (k & 1);
-        const uint8_t byte = w->data[r * row_bytes + kk / 2];
-        const float e = qmm__e2m1_to_fp32((uint8_t)((kk & 1) ? byte >> 4 : byte & 0xfu));
-        const uint8_t sc = w->scales[r * spr + kk / b];
-        return w->kind == QMM__KIND_NVFP4 ? e * (qmm__e4m3_to_fp32(sc) * QMM__E4M3_UNIT) : e * qmm__e8m0_to_fp32(sc);
-    }
-    }
-}
-
 void qmm__cpu_panel_canonical(const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel)
 {
-    for (size_t c = 0; c < 32; c++) {
+    const size_t k = w->k, kend = k0 + kc < k ? k0 + kc : k;
+    float e4m3[256], e2m1[16];
+    for (unsigned i = 0; i < 256; i++) e4m3[i] = qmm__e4m3_to_fp32((uint8_t)i) * QMM__E4M3_UNIT;
+    for (unsigned i = 0; i < 16; i++) e2m1[i] = qmm__e2m1_to_fp32((uint8_t)i);
+    memset(panel, 0, kc / 2 * 64 * sizeof(uint16_t));
+    for (size_t c = 0; c < 32 && col0 + c < w->n; c++) {
         const size_t r = col0 + c;
-        for (size_t kk = 0; kk < kc; kk++) {
-            const float v = (r < w->n && k0 + kk < w->k) ? qmm__canonical_value(w, r, k0 + kk) : 0.0f;
-            panel[64 * (kk / 2) + 2 * c + (kk & 1)] = qmm__fp32_to_bf16(v); /* exact */
+        uint16_t *dst = panel + 2 * c;
+        for (size_t kk = k0; kk < kend; kk++) {
+            float v; /* the decoded value in the weight's unit: exact in bf16 */
+            if (w->kind == QMM__KIND_BF16) {
+                uint16_t h;
+                memcpy(&h, w->data + 2 * (r * k + kk), 2);
+                dst[64 * ((kk - k0) / 2) + (kk & 1)] = h;
+                continue;
+            }
+            if (w->kind == QMM__KIND_FP8) v = e4m3[w->data[r * k + kk]];
+            else {
+                const size_t b = qmm__block_of(w->kind), spr = k / b + (k % b != 0), row_bytes = k / 2 + (k & 1);
+                const uint8_t byte = w->data[r * row_bytes + kk / 2], sc = w->scales[r * spr + kk / b];
+                v = e2m1[(kk & 1) ? byte >> 4 : byte & 0xfu] * (w->kind == QMM__KIND_NVFP4 ? e4m3[sc] : qmm__e8m0_to_fp32(sc));
+            }
+            dst[64 * ((kk - k0) / 2) + (kk & 1)] = (uint16_t)(qmm__f32_bits(v) >> 16);
         }
     }
 }
