@@ -90,8 +90,9 @@ qmm_status qmm__cpu_measure(qmm__cpu_state *s, size_t bytes, qmm_machine_rates *
     const int nt = s->nthreads;
     if (nt > QMM__MEASURE_MAX_THREADS) return qmm__fail(QMM_ERR_UNSUPPORTED, "qmm_context_measure_rates: more than %d threads", QMM__MEASURE_MAX_THREADS);
     qmm__measure_job *j = calloc(1, sizeof *j);
-    const size_t slice = (bytes / (size_t)nt) / 4096 * 4096;
-    uint8_t *buf = slice ? aligned_alloc(4096, slice * (size_t)nt) : NULL;
+    size_t slice = (bytes / (size_t)nt) / 4096 * 4096;
+    if (slice == 0) slice = 4096; /* a tiny request still measures something (and from cache) */
+    uint8_t *buf = aligned_alloc(4096, slice * (size_t)nt);
     if (!j || !buf) {
         free(j), free(buf);
         return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_context_measure_rates: cannot allocate %zu bytes", bytes);
