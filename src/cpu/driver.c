@@ -45,9 +45,11 @@ static qmm_status qmm__a_as_fp32(qmm__cpu_state *s, const qmm__matmul_args *x, c
         *a = x->a, *lda = x->lda;
         return QMM_OK;
     }
-    const size_t count = x->m * x->k; /* no overflow: qmm_matmul checked m rows of A */
+    size_t count, bytes;
+    if (!qmm__mul_size(x->m, x->k, &count) || !qmm__mul_size(count, sizeof(float), &bytes) || bytes > (size_t)-1 - 63)
+        return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "qmm_matmul (cpu): A of %zu x %zu as fp32 overflows size_t", x->m, x->k);
     if (count > s->a32_count) {
-        float *p = aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64);
+        float *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
         if (!p) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_matmul (cpu): cannot allocate %zu floats for A as fp32", count);
         free(s->a32);
         s->a32 = p;
