@@ -361,9 +361,14 @@ QMM_API void qmm_context_options_init(qmm_context_options *opts);
 /* Creates a context: the backend with its threads, stream and workspace, allocated here once so that
  * matmul calls allocate nothing. opts may be NULL (defaults). The context is not thread-safe: use one
  * per thread (weights prepared on a context belong to that context's backend).
+ * CPU backend: the environment variable QMM_ISA = ref | generic | avx2 | avx512 forces an instruction
+ * set ("ref" and "generic" are the portable C kernels); unset or empty picks the best one the processor
+ * and OS support. Its paths are QMM_PATH_GEMV and QMM_PATH_MATERIALIZE.
  * Errors: QMM_ERR_NULL_POINTER (out), QMM_ERR_INVALID_ENUM (backend, path), QMM_ERR_INVALID_ARGUMENT
- * (negative num_threads), QMM_ERR_BACKEND_UNAVAILABLE, QMM_ERR_UNSUPPORTED (path not offered by the
- * backend), QMM_ERR_OUT_OF_MEMORY, QMM_ERR_CUDA. */
+ * (negative num_threads, more than 1024 CPU threads, a QMM_ISA value not listed above),
+ * QMM_ERR_BACKEND_UNAVAILABLE, QMM_ERR_UNSUPPORTED (path not offered by the backend, or QMM_ISA names an
+ * instruction set this processor, OS or build lacks), QMM_ERR_OUT_OF_MEMORY (also: a worker thread could
+ * not be created), QMM_ERR_CUDA. */
 QMM_API qmm_status qmm_context_create(const qmm_context_options *opts, qmm_context **out);
 
 /* Destroys a context and everything it allocated. NULL is allowed. Weights prepared on it must be
@@ -383,7 +388,11 @@ QMM_API const char *qmm_context_describe(const qmm_context *ctx);
 
 /* Makes the backend's own copy of the validated, canonical weight *w and records it in w->prepared:
  * the CUDA backend uploads it to device memory in the order its kernels read (see src/cuda/README.md);
- * backends that read the canonical host buffers directly leave w->prepared NULL and return QMM_OK.
+ * the CPU backend repacks it into tiles of 16 rows (src/cpu/README.md; about the size of the weight)
+ * and its GEMV path needs that copy: on the CPU an unprepared weight still works, through a slower path
+ * that builds panels from the canonical buffers. A copy made on one CPU context serves every CPU
+ * context. Backends that read the canonical host buffers directly (the reference) leave w->prepared
+ * NULL and return QMM_OK.
  * Preparing an already prepared weight replaces the old copy. After a CUDA prepare the host buffers
  * are no longer read and may be freed; the descriptor's format, n and k must stay as they are.
  * Copies of the struct share the prepared copy: release it once, with qmm_weight_unprepare().
@@ -473,13 +482,19 @@ QMM_API void qmm_epilogue_init(qmm_epilogue *epi);
  *   a: a_type FP32, BF16 or FP16 (FP32 on CPU backends only); row i at element i * lda, lda >= k.
  *   c: c_type FP32, BF16 or FP16; row i at element i * ldc, ldc >= n; written in full, read when
  *      beta != 0. c must not overlap a.
+ * On the CPU backend with AVX512-BF16 and bf16 A, the hardware's bf16 dot product treats subnormal bf16
+ * values (|x| < 2^-126) in A and in the dequantized weights as zero; every other combination is IEEE.
+ * Apart from that, CPU results differ from the reference only by fp32 summation order, and on a given
+ * path they are batch invariant (a row of C does not depend on the other rows of A) and the same bit
+ * for bit whatever the number of threads.
  * On the CUDA backend a, c, bias and column_scale are device pointers and w must be prepared
  * (qmm_weight_prepare); the call is asynchronous on the context's stream.
  * Errors: QMM_ERR_NULL_POINTER (ctx, a, w, c), QMM_ERR_INVALID_SIZE (m is 0), QMM_ERR_INVALID_STRIDE,
  * QMM_ERR_INVALID_ENUM (a_type, c_type, activation), QMM_ERR_NON_FINITE (alpha or beta),
  * QMM_ERR_UNSUPPORTED (a type or path the backend lacks, a non-canonical scale layout),
- * QMM_ERR_NOT_PREPARED, QMM_ERR_WORKSPACE_TOO_SMALL, QMM_ERR_CUDA, QMM_ERR_CUBLAS, and those of
- * qmm_weight_validate(). */
+ * QMM_ERR_NOT_PREPARED, QMM_ERR_WORKSPACE_TOO_SMALL, QMM_ERR_CUDA, QMM_ERR_CUBLAS, QMM_ERR_OUT_OF_MEMORY
+ * (CPU: its scratch for packed or converted A grows to the largest call), QMM_ERR_INVALID_WEIGHT (also:
+ * the descriptor's format, n or k changed since qmm_weight_prepare), and those of qmm_weight_validate(). */
 QMM_API qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, const void *a, size_t lda,
                               const qmm_weight *w, qmm_dtype c_type, void *c, size_t ldc,
                               const qmm_epilogue *epi);

@@ -249,8 +249,8 @@ static void bench_print_header(const bench_options *o, qmm_context *ctx, const q
     if (rates->bf16_gflops > 0) printf(", bf16 dot peak %.0f GFLOP/s", rates->bf16_gflops);
     printf("\noutput %s; weights rotated over >= %.0f MB; median of %d batches\n\n", qmm_dtype_name(o->out_type),
            o->rotate_mb, o->reps);
-    printf("%-12s %-11s %6s %6s %6s %10s %9s %6s %9s %6s %10s %8s %9s\n", "format", "path", "M", "N", "K", "us", "GB/s",
-           "%bw", "TFLOP/s", "%peak", "dense_us", "speedup", "rel_err");
+    printf("%-12s %-11s %6s %6s %6s %10s %9s %6s %9s %9s %6s %10s %8s %9s\n", "format", "path", "M", "N", "K", "us", "GB/s",
+           "%bw", "GFLOP/s", "TFLOP/s", "%peak", "dense_us", "speedup", "rel_err");
     fflush(stdout);
 }
 
@@ -270,14 +270,16 @@ static void bench_print_row(const bench_options *o, qmm_context *ctx, const qmm_
     if (o->json) {
         printf("{\"backend\":\"%s\",\"device\":\"%s\",\"format\":\"%s\",\"path\":\"%s\",\"M\":%zu,\"N\":%zu,\"K\":%zu,"
                "\"us\":%.3f,\"weight_bytes\":%zu,\"gbps\":%.2f,\"pct_bw\":%.1f,\"copy_gbps\":%.1f,\"tflops\":%.4f,"
-               "\"pct_peak\":%.1f,\"dense_us\":%.3f,\"speedup_vs_dense\":%.3f,\"rel_err\":%.3e,\"out\":\"%s\"}\n",
+               "\"pct_peak\":%.1f,\"dense_us\":%.3f,\"speedup_vs_dense\":%.3f,\"rel_err\":%.3e,\"out\":\"%s\","
+               "\"gflops\":%.2f,\"peak_gflops\":%.1f}\n",
                qmm_backend_name(b), qmm_context_describe(ctx), t.name, qmm_path_name(r->path), m, n, k, r->us, bytes, gbps,
-               pct_bw, rates->copy_gbps, tflops, pct_peak, dense_us, speedup, r->rel_err, qmm_dtype_name(o->out_type));
+               pct_bw, rates->copy_gbps, tflops, pct_peak, dense_us, speedup, r->rel_err, qmm_dtype_name(o->out_type),
+               tflops * 1e3, peak);
     } else {
         char pk[16] = "-";
         if (peak > 0) snprintf(pk, sizeof pk, "%.1f", pct_peak);
-        printf("%-12s %-11s %6zu %6zu %6zu %10.2f %9.1f %6.1f %9.3f %6s %10.2f %8.2f %9.2e\n", t.name,
-               qmm_path_name(r->path), m, n, k, r->us, gbps, pct_bw, tflops, pk, dense_us, speedup, r->rel_err);
+        printf("%-12s %-11s %6zu %6zu %6zu %10.2f %9.1f %6.1f %9.1f %9.3f %6s %10.2f %8.2f %9.2e\n", t.name,
+               qmm_path_name(r->path), m, n, k, r->us, gbps, pct_bw, tflops * 1e3, tflops, pk, dense_us, speedup, r->rel_err);
     }
     fflush(stdout);
 }

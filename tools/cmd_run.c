@@ -100,7 +100,7 @@ static int run_format(qmm_context *ctx, qmm_context *ref, const run_options *o, 
     double t0 = tool_now();
     st = qmm_quantize(QMM_RECIPE_DEFAULT, QMM_DTYPE_BF16, w_bf16, o->k, &w);
     row->quantize_s = tool_now() - t0;
-    if (st == QMM_OK) st = qmm_weight_prepare(ctx, &w); /* uploads on CUDA; nothing on host backends */
+    if (st == QMM_OK) st = qmm_weight_prepare(ctx, &w); /* uploads on CUDA, repacks on the CPU */
     float *c = malloc(mn * sizeof(float)), *c_ref = malloc(mn * sizeof(float));
     if (st == QMM_OK && (!c || !c_ref)) st = QMM_ERR_OUT_OF_MEMORY;
     if (st == QMM_OK) st = run_time_matmul(ctx, o, a_buf, &w, c_buf, &row->matmul_s);
