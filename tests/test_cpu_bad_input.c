@@ -1,7 +1,7 @@
 /* Bad input to the CPU backend: QMM_ISA values, thread counts and paths it does not offer, the core's
  * matmul argument errors on a CPU context (each returns its status and writes nothing), a prepared
  * weight whose descriptor changed, and qmm_context_measure_rates. */
-#include "harness.h"
+#include "matmul_errors.h"
 
 #define UNTOUCHED(p, bytes) CHECK(harness_all_bytes((p), (bytes), 0xff), "output was written on failure")
 
@@ -91,32 +91,9 @@ static void test_matmul(void)
     CHECK_OK(qmm_quantize(QMM_RECIPE_DEFAULT, QMM_DTYPE_FP32, src, K, &w));
     for (int prep = 0; prep < 2; prep++) {
         if (prep) CHECK_OK(qmm_weight_prepare(ctx, &w));
-        harness_poison(c, sizeof c);
+        check_matmul_argument_errors(ctx, &w, a, c, M, N, K);
         const qmm_dtype F = QMM_DTYPE_FP32;
-        CHECK_STATUS(qmm_matmul(NULL, M, F, a, K, &w, F, c, N, NULL), QMM_ERR_NULL_POINTER);
-        CHECK_STATUS(qmm_matmul(ctx, M, F, NULL, K, &w, F, c, N, NULL), QMM_ERR_NULL_POINTER);
-        CHECK_STATUS(qmm_matmul(ctx, M, F, a, K, NULL, F, c, N, NULL), QMM_ERR_NULL_POINTER);
-        CHECK_STATUS(qmm_matmul(ctx, M, F, a, K, &w, F, NULL, N, NULL), QMM_ERR_NULL_POINTER);
-        CHECK_STATUS(qmm_matmul(ctx, 0, F, a, K, &w, F, c, N, NULL), QMM_ERR_INVALID_SIZE);
-        CHECK_STATUS(qmm_matmul(ctx, M, QMM_DTYPE_E4M3, a, K, &w, F, c, N, NULL), QMM_ERR_INVALID_ENUM);
-        CHECK_STATUS(qmm_matmul(ctx, M, F, a, K, &w, QMM_DTYPE_E8M0, c, N, NULL), QMM_ERR_INVALID_ENUM);
-        CHECK_STATUS(qmm_matmul(ctx, M, F, a, K - 1, &w, F, c, N, NULL), QMM_ERR_INVALID_STRIDE);
-        CHECK_STATUS(qmm_matmul(ctx, M, F, a, K, &w, F, c, N - 1, NULL), QMM_ERR_INVALID_STRIDE);
-        CHECK_STATUS(qmm_matmul(ctx, SIZE_MAX / 8, F, a, K, &w, F, c, N, NULL), QMM_ERR_SIZE_OVERFLOW);
-        CHECK_STATUS(qmm_matmul(ctx, M, F, a, K, &w, F, a + 4, N, NULL), QMM_ERR_INVALID_ARGUMENT);
-        qmm_epilogue e;
-        qmm_epilogue_init(&e);
-        e.beta = NAN;
-        CHECK_STATUS(qmm_matmul(ctx, M, F, a, K, &w, F, c, N, &e), QMM_ERR_NON_FINITE);
-        e.beta = 0.0f, e.activation = (qmm_activation)9;
-        CHECK_STATUS(qmm_matmul(ctx, M, F, a, K, &w, F, c, N, &e), QMM_ERR_INVALID_ENUM);
-        qmm_weight b = w;
-        b.block_scales = NULL;
-        CHECK_STATUS(qmm_matmul(ctx, M, F, a, K, &b, F, c, N, NULL), QMM_ERR_INVALID_WEIGHT);
-        b = w, b.data_bytes = 3;
-        CHECK_STATUS(qmm_matmul(ctx, M, F, a, K, &b, F, c, N, NULL), QMM_ERR_BUFFER_TOO_SMALL);
-        b = w, b.scale_layout = QMM_SCALE_LAYOUT_NV_BLOCKED, b.block_scale_bytes = SIZE_MAX;
-        CHECK_STATUS(qmm_matmul(ctx, M, F, a, K, &b, F, c, N, NULL), QMM_ERR_UNSUPPORTED);
+        qmm_weight b;
         if (prep) { /* the descriptor no longer matches the prepared copy */
             b = w, b.k = K - 8;
             CHECK_STATUS(qmm_matmul(ctx, M, F, a, K, &b, F, c, N, NULL), QMM_ERR_INVALID_WEIGHT);

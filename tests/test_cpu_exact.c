@@ -5,6 +5,7 @@
  * - NaN codes (an E4M3 element 0x7F / 0xFF, an NVFP4 block scale 0x7F, an MXFP4 scale 0xFF) make
  *   exactly the reference's outputs NaN, and the other columns stay right. */
 #include "matmul_check.h"
+#include "cpu_isa.h"
 
 static qmm_context *ref_ctx;
 static const qmm_format formats[5] = {QMM_FORMAT_NVFP4, QMM_FORMAT_MXFP4, QMM_FORMAT_FP8_TENSOR, QMM_FORMAT_FP8_CHANNEL,
@@ -107,21 +108,9 @@ static void test_nan_codes(qmm_context *ctx, const char *isa)
 
 static int run_isa(const char *isa)
 {
-    if (isa) setenv("QMM_ISA", isa, 1);
-    const char *name = isa ? isa : getenv("QMM_ISA");
-    qmm_context_options o;
-    qmm_context_options_init(&o);
-    o.backend = QMM_BACKEND_CPU;
-    o.num_threads = 2;
-    qmm_context *ctx = NULL;
-    qmm_status st = qmm_context_create(&o, &ctx);
-    if (st == QMM_ERR_UNSUPPORTED) {
-        printf("test_cpu_exact: SKIPPED instruction set %s: %s\n", name, qmm_last_error());
-        return 0;
-    }
-    CHECK_OK(st);
-    if (st != QMM_OK) return 0;
-    printf("test_cpu_exact: %s\n", qmm_context_describe(ctx));
+    const char *name;
+    qmm_context *ctx = cpu_isa_context("test_cpu_exact", isa, &name);
+    if (!ctx) return 0;
     test_identity(ctx, name);
     test_nan_codes(ctx, name);
     qmm_context_destroy(ctx);

@@ -6,6 +6,7 @@
  * strides, every epilogue. Plus unprepared weights, batch invariance per path, and 1 vs 2 threads.
  * An instruction set this machine lacks is skipped with a message. */
 #include "matmul_check.h"
+#include "cpu_isa.h"
 
 static qmm_context *ref_ctx;
 
@@ -150,22 +151,9 @@ static void test_threads(const char *isa)
 
 static int run_isa(const char *isa)
 {
-    if (isa) setenv("QMM_ISA", isa, 1);
-    const char *name = isa ? isa : getenv("QMM_ISA");
-    qmm_context_options o;
-    qmm_context_options_init(&o);
-    o.backend = QMM_BACKEND_CPU;
-    o.num_threads = 2;
-    qmm_context *ctx = NULL;
-    qmm_status st = qmm_context_create(&o, &ctx);
-    if (st == QMM_ERR_UNSUPPORTED) {
-        printf("test_cpu_matmul: SKIPPED instruction set %s: %s\n", name, qmm_last_error());
-        return 0;
-    }
-    CHECK_OK(st);
-    if (st != QMM_OK) return 0;
-    printf("test_cpu_matmul: %s\n", qmm_context_describe(ctx));
-    fflush(stdout);
+    const char *name;
+    qmm_context *ctx = cpu_isa_context("test_cpu_matmul", isa, &name);
+    if (!ctx) return 0;
     test_paths(ctx, name);
     test_unprepared(ctx, name);
     test_batch_invariance(ctx, name);

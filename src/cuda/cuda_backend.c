@@ -275,10 +275,9 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
     size_t left = st->workspace_bytes;
     const size_t lt_bytes = left / 4 < QMM__CUDA_LT_WORKSPACE ? left / 4 : QMM__CUDA_LT_WORKSPACE;
     void *lt_ws = qmm__carve(&cur, &left, lt_bytes);
-    float *alpha_vec = (lt_epi && per_column) ? qmm__carve(&cur, &left, n * sizeof(float)) : NULL;
     void *a_hi = split_a ? qmm__carve(&cur, &left, m * k * 2) : NULL;
     void *a_lo = split_a ? qmm__carve(&cur, &left, m * k * 2) : NULL;
-    if ((lt_epi && per_column && !alpha_vec) || (split_a && (!a_hi || !a_lo)))
+    if (split_a && (!a_hi || !a_lo))
         return qmm__fail(QMM_ERR_WORKSPACE_TOO_SMALL, "qmm_matmul: the workspace (%zu bytes) cannot hold the operands of "
                          "m = %zu, k = %zu (see qmm_workspace_query)", st->workspace_bytes, m, k);
     const size_t per_row = (p->enc != QMM__ENC_BF16 ? k * 2 : 0) + (lt_epi ? 0 : m * sizeof(float)) + 512;
@@ -291,8 +290,6 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
     void *w_chunk = p->enc != QMM__ENC_BF16 ? qmm__carve(&cur, &left, rows * k * 2) : NULL;
     float *scratch = lt_epi ? NULL : qmm__carve(&cur, &left, rows * m * sizeof(float));
 
-    if (alpha_vec) QMM__TRY(qmm__cuda_status(qmm__cuda_column_factors(alpha_vec, n, e.alpha_fix, p->channel_scales,
-                                                                      x->epi.column_scale, st->stream), "column factors"));
     if (split_a) QMM__TRY(qmm__cuda_status(qmm__cuda_split_fp16(x->a, m, k, x->lda, a_hi, a_lo, st->stream), "fp16 split"));
     const size_t csize = qmm__dtype_size(x->c_type);
     for (size_t r0 = 0; r0 < n; r0 += rows) {
@@ -309,7 +306,6 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
         c.rows = rc, c.cols = m, c.k = k, c.w = wp, c.w_type = gemm_type;
         if (lt_epi) {
             c.a = x->a, c.lda = x->lda, c.d = (char *)x->c + r0 * csize, c.d_type = x->c_type, c.ldd = x->ldc;
-            c.alpha_vec = alpha_vec ? alpha_vec + r0 : NULL;
             c.alpha = e.alpha_fix, c.beta = x->epi.beta;
             c.bias = x->epi.bias ? x->epi.bias + r0 : NULL;
             c.act = x->epi.activation;

@@ -81,8 +81,6 @@ int qmm__cuda_split_fp16(const void *a, size_t m, size_t k, size_t lda, void *hi
 /* Applies the epilogue to fp32 sums acc (m x n, stride ldacc) and writes C. */
 int qmm__cuda_epilogue_apply(const float *acc, size_t ldacc, size_t m, size_t n, size_t n0, const qmm__cuda_epilogue *e,
                              void *stream);
-/* out[n] = alpha_fix * chs[n] * cs[n] (either may be NULL): cuBLASLt's per-row alpha vector. */
-int qmm__cuda_column_factors(float *out, size_t n, float alpha_fix, const float *chs, const float *cs, void *stream);
 /* Device-to-device copy bandwidth in GB/s (bytes read + written), median of several copies. */
 int qmm__cuda_copy_gbps(void *buf_a, void *buf_b, size_t bytes, void *stream, double *gbps);
 

@@ -36,12 +36,6 @@ void qmm__lt_destroy(qmm__lt *lt)
     memset(lt, 0, sizeof *lt);
 }
 
-static int qmm__lt_mode(const qmm__lt_call *c)
-{
-    if (!c->alpha_vec) return CUBLASLT_POINTER_MODE_HOST;
-    return c->beta != 0.0f ? CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST : CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO;
-}
-
 static int qmm__lt_epilogue(const qmm__lt_call *c)
 {
     int e = c->act == QMM_ACT_RELU ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
@@ -62,17 +56,16 @@ static qmm_status qmm__lt_build(qmm__lt *lt, qmm__lt_entry *e, const qmm__lt_cal
 {
     memset(e, 0, sizeof *e);
     e->rows = c->rows, e->cols = c->cols, e->k = c->k, e->lda = c->lda, e->ldd = c->ldd;
-    e->w_type = (int)c->w_type, e->d_type = (int)c->d_type, e->mode = qmm__lt_mode(c), e->epi = qmm__lt_epilogue(c);
+    e->w_type = (int)c->w_type, e->d_type = (int)c->d_type, e->epi = qmm__lt_epilogue(c);
     e->align_a = c->align_a, e->align_d = c->align_d;
     cublasStatus_t s0 = cublasLtMatmulDescCreate(&e->op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
     if (s0 != CUBLAS_STATUS_SUCCESS) return qmm__fail(QMM_ERR_CUBLAS, "cublasLtMatmulDescCreate: %s", cublasLtGetStatusString(s0));
     e->valid = 1;
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    int32_t mode = e->mode, epi = e->epi;
+    int32_t epi = e->epi;
     cudaDataType_t bias_type = CUDA_R_32F;
     QMM__LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     QMM__LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    QMM__LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode, sizeof mode));
     QMM__LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     if (c->bias) {
         QMM__LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
@@ -115,11 +108,11 @@ static qmm_status qmm__lt_build(qmm__lt *lt, qmm__lt_entry *e, const qmm__lt_cal
 qmm_status qmm__lt_matmul(qmm__lt *lt, const qmm__lt_call *c, void *ws, size_t ws_bytes, cudaStream_t stream)
 {
     qmm__lt_entry *e = NULL;
-    const int mode = qmm__lt_mode(c), epi = qmm__lt_epilogue(c);
+    const int epi = qmm__lt_epilogue(c);
     for (int i = 0; i < QMM__LT_CACHE && !e; i++) {
         qmm__lt_entry *x = &lt->cache[i];
         if (x->valid && x->rows == c->rows && x->cols == c->cols && x->k == c->k && x->lda == c->lda && x->ldd == c->ldd &&
-            x->w_type == (int)c->w_type && x->d_type == (int)c->d_type && x->mode == mode && x->epi == epi &&
+            x->w_type == (int)c->w_type && x->d_type == (int)c->d_type && x->epi == epi &&
             x->align_a == c->align_a && x->align_d == c->align_d)
             e = x;
     }
@@ -130,9 +123,8 @@ qmm_status qmm__lt_matmul(qmm__lt *lt, const qmm__lt_call *c, void *ws, size_t w
         QMM__TRY(qmm__lt_build(lt, e, c, ws_bytes));
     }
     if (c->bias) QMM__LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c->bias, sizeof c->bias));
-    const void *alpha = c->alpha_vec ? (const void *)c->alpha_vec : (const void *)&c->alpha;
     const float beta = c->beta;
-    cublasStatus_t st = cublasLtMatmul(lt->handle, e->op, alpha, c->w, e->la, c->a, e->lb, &beta, c->d, e->lc, c->d, e->lc,
+    cublasStatus_t st = cublasLtMatmul(lt->handle, e->op, &c->alpha, c->w, e->la, c->a, e->lb, &beta, c->d, e->lc, c->d, e->lc,
                                        &e->algo, ws, ws_bytes, stream);
     if (st != CUBLAS_STATUS_SUCCESS) return qmm__fail(QMM_ERR_CUBLAS, "cublasLtMatmul: %s", cublasLtGetStatusString(st));
     return QMM_OK;

@@ -18,7 +18,6 @@ typedef struct qmm__lt_call {
     void *d;
     qmm_dtype d_type;
     size_t ldd;
-    const float *alpha_vec; /* device, one per row (column n of C), or NULL for the scalar alpha */
     float alpha, beta;
     const float *bias;      /* device, one per row, or NULL */
     qmm_activation act;     /* NONE or RELU */
@@ -30,7 +29,7 @@ typedef struct qmm__lt_call {
 typedef struct qmm__lt_entry {
     int valid;
     size_t rows, cols, k, lda, ldd;
-    int w_type, d_type, mode, epi, align_a, align_d;
+    int w_type, d_type, epi, align_a, align_d;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;

@@ -238,21 +238,3 @@ extern "C" int qmm__cuda_copy_gbps(void *buf_a, void *buf_b, size_t bytes, void 
     *gbps = 2.0 * (double)bytes / (times[3] * 1e-3) * 1e-9; /* bytes read + bytes written */
     return 0;
 }
-
-namespace {
-__global__ void column_factor_kernel(float *out, size_t n, float alpha_fix, const float *chs, const float *cs)
-{
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float f = alpha_fix;
-        if (chs) f *= chs[i];
-        if (cs) f *= cs[i];
-        out[i] = f;
-    }
-}
-} // namespace
-
-extern "C" int qmm__cuda_column_factors(float *out, size_t n, float alpha_fix, const float *chs, const float *cs, void *stream)
-{
-    column_factor_kernel<<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(out, n, alpha_fix, chs, cs);
-    return (int)cudaGetLastError();
-}

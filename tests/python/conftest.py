@@ -17,6 +17,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from qmm_io_ctypes import Weight
+
 # ------------------------------------------------------------------------------------------------
 # Constants mirrored from include/qmm.h
 # ------------------------------------------------------------------------------------------------
@@ -85,21 +87,8 @@ def rng(request):
 # ------------------------------------------------------------------------------------------------
 # ctypes mirrors of the public structs (field order and types exactly as in qmm.h)
 # ------------------------------------------------------------------------------------------------
-class QmmWeight(ctypes.Structure):
-    _fields_ = [
-        ("format", ctypes.c_int),                  # qmm_format
-        ("scale_layout", ctypes.c_int),            # qmm_scale_layout
-        ("n", ctypes.c_size_t),
-        ("k", ctypes.c_size_t),
-        ("data", ctypes.POINTER(ctypes.c_uint8)),
-        ("data_bytes", ctypes.c_size_t),
-        ("block_scales", ctypes.POINTER(ctypes.c_uint8)),
-        ("block_scale_bytes", ctypes.c_size_t),
-        ("channel_scales", ctypes.POINTER(ctypes.c_float)),
-        ("channel_scale_count", ctypes.c_size_t),
-        ("tensor_scale", ctypes.c_float),
-        ("prepared", ctypes.c_void_p),             # qmm_prepared * (opaque)
-    ]
+# qmm_weight is mirrored once, in qmm_io_ctypes.py (field order and types exactly as in qmm.h)
+QmmWeight = Weight
 
 
 class QmmWeightSize(ctypes.Structure):
