@@ -6,20 +6,28 @@
  * per lane fills that lane's A fragments of a whole 16 x 64 (E2M1) or 16 x 32 (E4M3) tile. The codes are
  * decoded by bit placement into bf16 pairs and multiplied by the block factor (decode.h), which gives
  * exactly element * block scale times 2^-fix, then mma.sync m16n8k16 multiplies each fragment with NB
- * groups of 8 rows of A in fp32. Activations go through shared memory, 128 columns of K per step, double
- * buffered: step s + 1 is loaded into registers while step s computes, so all 8 warps share one copy
- * (fp16 activations are split there into exact bf16 hi + lo planes, and each product is two MMAs).
- * Rows are padded to 136 elements so the fragment reads are conflict-free.
+ * groups of 8 rows of A in fp32.
  *
- * The GEMV is NB = 1: a CUDA-core FMA would need a decode, a conversion and an FMA per weight, over 4
- * instructions, against about 3.9 instructions per weight at HBM speed on an H200 (132 SMs x 4
- * schedulers x 1.98 GHz over 8.4 G weights/s), so the tensor core is the dot-product engine there too.
+ * Activations go through shared memory in a permuted order: in each group of 32 columns (16 words of
+ * bf16 pairs) the four words lane t reads as B fragments of the group's two k-tiles (columns 2t, 2t+8,
+ * 16+2t, 24+2t and their neighbours) are adjacent, so one 16-byte shared load feeds two MMAs. Row
+ * strides are 16 words modulo 32, so the eight lanes of a load phase (two rows) cover the 32 banks.
+ * STEP variant: 128 columns a step, double buffered (step s + 1 is loaded into registers while step s
+ * computes; fp16 activations are split there into exact bf16 hi + lo planes, and each product is two
+ * MMAs). WHOLE variant (NB <= 2): the CTA's whole range of K staged once, and only the rows of A that
+ * exist plus one zero row that the missing rows alias, so a GEMV at M = 1 stages two rows, not eight.
+ *
+ * The instruction budget decides the GEMV's speed (the H200 has about 4 issue slots per SM cycle for
+ * 28 E2M1 weights arriving per SM cycle at full bandwidth), so the inner loop is written for it: the
+ * steady state of the weight ring has no predicates and addresses by immediate offsets from pointers
+ * bumped once per ring turn, the block factors of two k-tiles are built in one register and selected
+ * by half (the selection folds into the bf16 multiply), and the B fragments come four words at a time.
  *
  * Split-K where the strips cannot fill the GPU; partials are reduced deterministically by the last unit
  * of each (M tile, strip) to arrive (an atomic counter it resets), in split order, which also applies
- * the epilogue. The split and the tiling do not depend on M within a kernel variant, so row m of C is the
- * same whatever the other rows of A. M tiles of one range of W are adjacent in the grid, so they run
- * together and share W through L2. */
+ * the epilogue. The split and the tiling do not depend on M within a kernel variant, and both variants
+ * run the same MMAs in the same order, so row m of C is the same whatever the other rows of A. M tiles
+ * of one range of W are adjacent in the grid, so they run together and share W through L2. */
 #ifndef QMM_CUDA_KERNELS_MMA_CUH
 #define QMM_CUDA_KERNELS_MMA_CUH
 
@@ -35,8 +43,8 @@ namespace qmm_mma {
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kStepK = 128;
-constexpr int kRow = kStepK + 8; /* bf16 per staged row: 68 words, so 8 rows x 4 words hit 32 banks */
-constexpr int kWholeMax = 100 * 1024; /* shared memory of the WHOLE variant: two CTAs per SM fit */
+constexpr int kRowW = kStepK / 2 + 16; /* words per staged row of a STEP stage: 80, 16 modulo 32 */
+constexpr int kWholeMax = 100 * 1024;  /* shared memory of the WHOLE variant: two CTAs per SM fit */
 
 struct mma_params {
     const uint4 *data;
@@ -45,8 +53,8 @@ struct mma_params {
     size_t lda;
     int m, n, k;
     int strips, chunks, cps, splits, mtiles;
-    int mx_off;
-    int aligned; /* A rows and base 16-byte aligned: whole pieces load with one 16-byte load */
+    uint32_t mx_bias; /* MXFP4: the factor offset (126 - K) << 7 in both halves */
+    int aligned;      /* A rows and base 16-byte aligned: whole pieces load with one 16-byte load */
     float *partials;
     unsigned *counters;
     qmm__cuda_epilogue e;
@@ -57,11 +65,12 @@ template <> struct enc_traits<QMM__ENC_NVFP4> { static constexpr int tile_k = 64
 template <> struct enc_traits<QMM__ENC_MXFP4> { static constexpr int tile_k = 64, scale_tile = 32, scale_lane = 4; };
 template <> struct enc_traits<QMM__ENC_FP8> { static constexpr int tile_k = 32, scale_tile = 0, scale_lane = 0; };
 
+/* This lane's block scale codes of one tile (sp already points at its row group's bytes). */
 template <int ENC>
-__device__ __forceinline__ uint2 load_scales(const uint8_t *sp, int tile)
+__device__ __forceinline__ uint2 load_scales(const uint8_t *sp)
 {
-    if constexpr (ENC == QMM__ENC_NVFP4) return *reinterpret_cast<const uint2 *>(sp + (size_t)tile * 64);
-    else if constexpr (ENC == QMM__ENC_MXFP4) return make_uint2(*reinterpret_cast<const uint32_t *>(sp + (size_t)tile * 32), 0u);
+    if constexpr (ENC == QMM__ENC_NVFP4) return *reinterpret_cast<const uint2 *>(sp);
+    else if constexpr (ENC == QMM__ENC_MXFP4) return make_uint2(*reinterpret_cast<const uint32_t *>(sp), 0u);
     else return make_uint2(0u, 0u);
 }
 
@@ -80,21 +89,25 @@ __device__ __forceinline__ uint4 load_a8(const mma_params &p, int r, int k)
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-/* Stores 8 activations into the staging area: as they are (bf16), or split into bf16 hi at dst and lo
- * `plane_words` further (fp16). */
+/* Stores 8 activations of columns col .. col + 7 (col a multiple of 8) into a staged row in the permuted
+ * order: the pair word w = (col % 32) / 2 + i of a 32-column group goes to t * 4 + kt * 2 + h, where
+ * w = kt * 8 + h * 4 + t. bf16 as it is; fp16 split into bf16 hi at the row and lo `plane_words` further. */
 template <bool FP16A>
-__device__ __forceinline__ void store_a8(uint32_t *dst, int plane_words, uint4 v)
+__device__ __forceinline__ void store_a8(uint32_t *row, int col, int plane_words, uint4 v)
 {
-    if (FP16A) {
-        uint4 hi, lo;
-        qmm__fp16x2_split(v.x, hi.x, lo.x);
-        qmm__fp16x2_split(v.y, hi.y, lo.y);
-        qmm__fp16x2_split(v.z, hi.z, lo.z);
-        qmm__fp16x2_split(v.w, hi.w, lo.w);
-        *reinterpret_cast<uint4 *>(dst) = hi;
-        *reinterpret_cast<uint4 *>(dst + plane_words) = lo;
-    } else {
-        *reinterpret_cast<uint4 *>(dst) = v;
+    const int w0 = (col & 31) >> 1; /* 0, 4, 8 or 12: kt = w0 / 8, h = (w0 / 4) % 2, t = 0 .. 3 */
+    uint32_t *dst = row + (col >> 5) * 16 + (w0 >> 3) * 2 + ((w0 >> 2) & 1);
+    const uint32_t x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int t = 0; t < 4; t++) {
+        if (FP16A) {
+            uint32_t hi, lo;
+            qmm__fp16x2_split(x[t], hi, lo);
+            dst[4 * t] = hi;
+            dst[4 * t + plane_words] = lo;
+        } else {
+            dst[4 * t] = x[t];
+        }
     }
 }
 
@@ -102,71 +115,102 @@ template <int ENC, bool FP16A, int NB>
 struct stage_config {
     static constexpr int rows = 8 * NB;
     static constexpr int planes = FP16A ? 2 : 1;
-    static constexpr int words = rows * kRow / 2;                 /* one plane of one stage */
+    static constexpr int words = rows * kRowW;                    /* one plane of one STEP stage */
     static constexpr int bytes = 2 * planes * words * 4;          /* two stages */
     static constexpr int vecs = rows * (kStepK / 8);              /* 16-byte pieces of A per step */
     static constexpr int per_thread = (vecs + kThreads - 1) / kThreads;
     static constexpr int depth = 4;                               /* W tiles in flight per lane */
     static constexpr int tiles_per_step = kStepK / enc_traits<ENC>::tile_k;
     static constexpr int unroll = depth / tiles_per_step;         /* steps per ring turn */
+    static constexpr int tile_words = enc_traits<ENC>::tile_k / 2; /* staged words of A per tile */
 };
 
-/* One weight tile of this lane against the staged activations: decode the 16 bytes into fragments,
- * multiply by the block factors, and accumulate with NB groups of 8 rows of A. `st` is the staged A
- * (plane 0; plane 1, the fp16 low parts, `plane_words` further), `stride` its row stride in words and
- * `kt0` the first 16-column k-tile of this tile in it. With CHAINS = 2 the even and odd k-tiles go to
- * two accumulator sets, halving the dependent MMA chain of the one-group GEMV. */
-template <int ENC, bool FP16A, int NB, int CHAINS>
-__device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2 sc, const uint32_t *st, int stride,
-                                             int plane_words, int kt0, float (&acc)[CHAINS][NB][4])
+/* Row stride in words of the WHOLE variant for klen staged columns: 16 modulo 32. */
+__host__ __device__ __forceinline__ int whole_stride(int klen)
 {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    /* kt0 is even, so the chain of k-tile kt0 + j is j % CHAINS: known at compile time, which keeps the
-     * accumulators in registers */
-    auto ktile = [&](const uint32_t (&a)[4], int kt, auto chain) {
-        float(&ac)[NB][4] = acc[decltype(chain)::value];
+    const int s = klen / 2;
+    return s % 32 == 0 ? s + 16 : s;
+}
+
+/* The two halves of a bf16 pair, each in both halves (folds into the multiply's operand selector). */
+__device__ __forceinline__ uint32_t lo_lo(uint32_t x)
+{
+    uint32_t d;
+    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\nmov.b32 %0, {l, l};\n}\n" : "=r"(d) : "r"(x));
+    return d;
+}
+__device__ __forceinline__ uint32_t hi_hi(uint32_t x)
+{
+    uint32_t d;
+    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\nmov.b32 %0, {h, h};\n}\n" : "=r"(d) : "r"(x));
+    return d;
+}
+
+/* One weight tile of this lane against the staged activations: decode the 16 bytes into fragments,
+ * multiply by the block factors, and accumulate with NB groups of 8 rows of A. rp[nb] points at this
+ * lane's words of the tile's columns in the staged row of group nb (plane 1, the fp16 low parts,
+ * `plane_words` further). With CHAINS = 2 the even and odd k-tiles go to two accumulator sets, halving
+ * the dependent MMA chain of the one-group GEMV. */
+template <int ENC, bool FP16A, int NB, int CHAINS>
+__device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2 sc, const uint32_t *const (&rp)[NB],
+                                             int plane_words, float (&acc)[CHAINS][NB][4])
+{
+    constexpr int groups = enc_traits<ENC>::tile_k / 32; /* 32-column groups: one 16-byte B load each */
+    const uint32_t w[4] = {d.x, d.y, d.z, d.w};
+    uint32_t fx0 = 0, fx1 = 0, fy0 = 0, fy1 = 0;
+    if constexpr (ENC == QMM__ENC_NVFP4) {
+        /* factors of k-tiles (0, 2) and (1, 3), row g (x) and row g + 8 (y) */
+        fx0 = (sc.x & 0x00ff00ffu) * 16u + 0x76007600u;
+        fx1 = ((sc.x >> 8) & 0x00ff00ffu) * 16u + 0x76007600u;
+        fy0 = (sc.y & 0x00ff00ffu) * 16u + 0x76007600u;
+        fy1 = ((sc.y >> 8) & 0x00ff00ffu) * 16u + 0x76007600u;
+    } else if constexpr (ENC == QMM__ENC_MXFP4) {
+        /* (row g, row g + 8) factors of the first and the second 32-column block */
+        fx0 = (sc.x & 0x00ff00ffu) * 128u + p.mx_bias;
+        fx1 = ((sc.x >> 8) & 0x00ff00ffu) * 128u + p.mx_bias;
+    }
+#pragma unroll
+    for (int gi = 0; gi < groups; gi++) {
+        uint4 b[NB], bl[NB];
 #pragma unroll
         for (int nb = 0; nb < NB; nb++) {
-            const uint32_t *row = st + (8 * nb + g) * stride + kt * 8 + t;
-            qmm__mma_bf16(ac[nb], a, row[0], row[4]);
-            if (FP16A) qmm__mma_bf16(ac[nb], a, row[plane_words], row[plane_words + 4]);
+            b[nb] = *reinterpret_cast<const uint4 *>(rp[nb] + gi * 16);
+            if (FP16A) bl[nb] = *reinterpret_cast<const uint4 *>(rp[nb] + gi * 16 + plane_words);
         }
-    };
-    const uint32_t w[4] = {d.x, d.y, d.z, d.w};
-    if constexpr (ENC == QMM__ENC_FP8) {
 #pragma unroll
-        for (int j = 0; j < 2; j++) {
+        for (int h = 0; h < 2; h++) {
+            const int j = gi * 2 + h; /* k-tile within the tile */
             uint32_t a[4];
-            a[0] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j]), QMM__FP8_FACTOR);
-            a[1] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j] >> 8), QMM__FP8_FACTOR);
-            a[2] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j + 1]), QMM__FP8_FACTOR);
-            a[3] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[2 * j + 1] >> 8), QMM__FP8_FACTOR);
-            if (j % CHAINS == 0) ktile(a, kt0 + j, std::integral_constant<int, 0>());
-            else ktile(a, kt0 + j, std::integral_constant<int, CHAINS - 1>());
-        }
-    } else {
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            uint32_t f0, f1;
-            if constexpr (ENC == QMM__ENC_NVFP4) {
-                f0 = qmm__nvfp4_factor((sc.x >> (8 * j)) & 0xffu);
-                f1 = qmm__nvfp4_factor((sc.y >> (8 * j)) & 0xffu);
+            if constexpr (ENC == QMM__ENC_FP8) {
+                const uint32_t w0 = w[2 * j], w1 = w[2 * j + 1];
+                a[0] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w0), QMM__FP8_FACTOR);
+                a[1] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w0 >> 8), QMM__FP8_FACTOR);
+                a[2] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w1), QMM__FP8_FACTOR);
+                a[3] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w1 >> 8), QMM__FP8_FACTOR);
             } else {
-                f0 = qmm__mxfp4_factor((sc.x >> (8 * (j >> 1))) & 0xffu, p.mx_off);
-                f1 = qmm__mxfp4_factor((sc.x >> (16 + 8 * (j >> 1))) & 0xffu, p.mx_off);
+                uint32_t f0, f1;
+                if constexpr (ENC == QMM__ENC_NVFP4) {
+                    f0 = j == 0 ? lo_lo(fx0) : j == 1 ? lo_lo(fx1) : j == 2 ? hi_hi(fx0) : hi_hi(fx1);
+                    f1 = j == 0 ? lo_lo(fy0) : j == 1 ? lo_lo(fy1) : j == 2 ? hi_hi(fy0) : hi_hi(fy1);
+                } else {
+                    f0 = j < 2 ? lo_lo(fx0) : lo_lo(fx1);
+                    f1 = j < 2 ? hi_hi(fx0) : hi_hi(fx1);
+                }
+                qmm__e2m1_word_decode(w[j], a);
+                a[0] = qmm__bf16x2_mul(a[0], f0);
+                a[1] = qmm__bf16x2_mul(a[1], f1);
+                a[2] = qmm__bf16x2_mul(a[2], f0);
+                a[3] = qmm__bf16x2_mul(a[3], f1);
             }
-            uint32_t a[4];
-            qmm__e2m1_word_decode(w[j], a);
-            a[0] = qmm__bf16x2_mul(a[0], f0);
-            a[1] = qmm__bf16x2_mul(a[1], f1);
-            a[2] = qmm__bf16x2_mul(a[2], f0);
-            a[3] = qmm__bf16x2_mul(a[3], f1);
-            if (j % CHAINS == 0) ktile(a, kt0 + j, std::integral_constant<int, 0>());
-            else ktile(a, kt0 + j, std::integral_constant<int, CHAINS - 1>());
+            float(&ac)[NB][4] = acc[j % CHAINS];
+#pragma unroll
+            for (int nb = 0; nb < NB; nb++) {
+                qmm__mma_bf16(ac[nb], a, h ? b[nb].z : b[nb].x, h ? b[nb].w : b[nb].y);
+                if (FP16A) qmm__mma_bf16(ac[nb], a, h ? bl[nb].z : bl[nb].x, h ? bl[nb].w : bl[nb].y);
+            }
         }
     }
 }
-
 /* The end of a unit: the epilogue directly, or split-K partials and the last arrival's reduction. */
 template <int NB, int CHAINS>
 __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&acc)[CHAINS][NB][4], int strip, int split,
@@ -249,7 +293,7 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_para
     using tr = enc_traits<ENC>;
     constexpr int CHAINS = NB == 1 ? 2 : 1;
     extern __shared__ __align__(16) uint32_t smem[];
-    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2;
+    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const unit_info u = unit_of(p);
     const int c0 = u.c0, c1 = u.c1;
     const int steps = (c1 - c0 + cfg::tiles_per_step - 1) / cfg::tiles_per_step;
@@ -263,7 +307,7 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_para
     for (int q = 0; q < cfg::depth; q++)
         if (u.active && c0 + q < c1) {
             ring[q] = __ldcs(dp + (size_t)(c0 + q) * 32);
-            sring[q] = load_scales<ENC>(sp, c0 + q);
+            sring[q] = load_scales<ENC>(sp + (size_t)(c0 + q) * tr::scale_tile);
         }
 
     uint4 stage_regs[cfg::per_thread];
@@ -282,7 +326,7 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_para
             const int v = tid + i * kThreads;
             if (v >= cfg::vecs) continue;
             const int r = v / (kStepK / 8), col = (v % (kStepK / 8)) * 8;
-            store_a8<FP16A>(base + r * (kRow / 2) + col / 2, cfg::words, stage_regs[i]);
+            store_a8<FP16A>(base + r * kRowW, col, cfg::words, stage_regs[i]);
         }
     };
     if (steps > 0) {
@@ -303,7 +347,7 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_para
             const int s = s0 + uu;
             if (s >= steps) break;
             if (s + 1 < steps) load_step(s + 1);
-            const uint32_t *st = smem + (s & 1) * cfg::planes * cfg::words;
+            const uint32_t *st = smem + (s & 1) * cfg::planes * cfg::words + g * kRowW + t * 4;
 #pragma unroll
             for (int tt = 0; tt < cfg::tiles_per_step; tt++) {
                 const int c = c0 + s * cfg::tiles_per_step + tt, q = uu * cfg::tiles_per_step + tt; /* q: ring slot */
@@ -312,9 +356,12 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_para
                 const uint2 sc = sring[q];
                 if (c + cfg::depth < c1) {
                     ring[q] = __ldcs(dp + (size_t)(c + cfg::depth) * 32);
-                    sring[q] = load_scales<ENC>(sp, c + cfg::depth);
+                    sring[q] = load_scales<ENC>(sp + (size_t)(c + cfg::depth) * tr::scale_tile);
                 }
-                compute_tile<ENC, FP16A, NB, CHAINS>(p, d, sc, st, kRow / 2, cfg::words, tt * (tr::tile_k / 16), acc);
+                const uint32_t *rp[NB];
+#pragma unroll
+                for (int nb = 0; nb < NB; nb++) rp[nb] = st + nb * 8 * kRowW + tt * cfg::tile_words;
+                compute_tile<ENC, FP16A, NB, CHAINS>(p, d, sc, rp, cfg::words, acc);
             }
             if (s + 1 < steps) store_step((s + 1) & 1); /* nobody reads that stage until the barrier */
             __syncthreads();
@@ -323,80 +370,121 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_para
     if (u.active) finish_unit<NB, CHAINS>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
 }
 
+/* Rows of A the WHOLE variant stages for an M tile with `valid` rows: those, plus one zero row that the
+ * missing rows read. */
+__host__ __device__ __forceinline__ int whole_rows(int rows, int valid) { return valid < rows ? valid + 1 : rows; }
+
 /* WHOLE: the CTA's whole K range of activations staged once, then every warp streams its tiles with no
- * further barrier (NB = 1 and 2, when it fits in shared memory). Row stride: the range plus 8 columns,
- * which keeps the fragment reads conflict-free. */
+ * further barrier (NB = 1 and 2, when it fits in shared memory). The ring's steady state runs with no
+ * predicate: a turn of `depth` tiles loads the next turn's, while two turns remain; the last two turns
+ * are peeled. */
 template <int ENC, bool FP16A, int NB>
-__global__ void __launch_bounds__(kThreads, 3) mma_kernel_whole(mma_params p)
+__global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mma_params p)
 {
     using cfg = stage_config<ENC, FP16A, NB>;
     using tr = enc_traits<ENC>;
     constexpr int CHAINS = NB == 1 ? 2 : 1;
+    constexpr int D = cfg::depth, TW = cfg::tile_words, ST = tr::scale_tile;
     extern __shared__ __align__(16) uint32_t smem[];
-    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2;
+    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const unit_info u = unit_of(p);
-    const int c0 = u.c0, c1 = u.c1;
+    const int c0 = u.c0, n = u.c1 - u.c0;
     const int m0 = u.mtile * cfg::rows;
-    const int klen = p.cps * tr::tile_k, stride = klen / 2 + 4, plane_words = cfg::rows * stride;
+    const int srows = whole_rows(cfg::rows, min(cfg::rows, p.m - m0));
+    const int klen = p.cps * tr::tile_k, stride = whole_stride(klen), plane_words = srows * stride;
 
-    const uint4 *dp = p.data + (size_t)(u.active ? u.strip : 0) * p.chunks * 32 + lane;
-    const uint8_t *sp = p.scales ? p.scales + (size_t)(u.active ? u.strip : 0) * p.chunks * tr::scale_tile + g * tr::scale_lane : nullptr;
-    uint4 ring[cfg::depth];
-    uint2 sring[cfg::depth];
+    const size_t first = ((size_t)(u.active ? u.strip : 0) * p.chunks + c0);
+    const uint4 *dq = p.data + first * 32 + lane;
+    const uint8_t *sq = p.scales ? p.scales + first * ST + g * tr::scale_lane : nullptr;
+    uint4 ring[D];
+    uint2 sring[D];
 #pragma unroll
-    for (int q = 0; q < cfg::depth; q++)
-        if (u.active && c0 + q < c1) {
-            ring[q] = __ldcs(dp + (size_t)(c0 + q) * 32);
-            sring[q] = load_scales<ENC>(sp, c0 + q);
+    for (int q = 0; q < D; q++)
+        if (u.active && q < n) {
+            ring[q] = __ldcs(dq + q * 32);
+            sring[q] = load_scales<ENC>(sq + q * ST);
         }
-    /* stage A[m0 .. m0 + rows) x [c0 * tile_k, + klen) */
+    /* stage A[m0 .. m0 + srows) x [c0 * tile_k, + klen): rows past M load as zeros */
     const int per_row = klen / 8, kbase = c0 * tr::tile_k;
-    for (int v = tid; v < cfg::rows * per_row; v += kThreads) {
+    for (int v = tid; v < srows * per_row; v += kThreads) {
         const int r = v / per_row, col = (v % per_row) * 8;
-        store_a8<FP16A>(smem + r * stride + col / 2, plane_words, load_a8(p, m0 + r, kbase + col));
+        store_a8<FP16A>(smem + r * stride, col, plane_words, load_a8(p, m0 + r, kbase + col));
     }
     __syncthreads();
     if (!u.active) return;
 
+    const uint32_t *rp[NB];
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++) rp[nb] = smem + min(8 * nb + g, srows - 1) * stride + t * 4;
     float acc[CHAINS][NB][4];
 #pragma unroll
     for (int c = 0; c < CHAINS; c++)
 #pragma unroll
         for (int nb = 0; nb < NB; nb++) acc[c][nb][0] = acc[c][nb][1] = acc[c][nb][2] = acc[c][nb][3] = 0.0f;
-    for (int cb = c0; cb < c1; cb += cfg::depth) {
+
+    auto tile = [&](int q, uint4 d, uint2 sc) {
+        const uint32_t *rq[NB];
 #pragma unroll
-        for (int q = 0; q < cfg::depth; q++) {
-            const int c = cb + q;
-            if (c >= c1) break;
+        for (int nb = 0; nb < NB; nb++) rq[nb] = rp[nb] + q * TW;
+        compute_tile<ENC, FP16A, NB, CHAINS>(p, d, sc, rq, plane_words, acc);
+    };
+    auto advance = [&]() {
+        dq += D * 32;
+        if (ST) sq += D * ST;
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) rp[nb] += D * TW;
+    };
+    int c = 0;
+#pragma unroll 1
+    for (; c + 2 * D <= n; c += D) {
+#pragma unroll
+        for (int q = 0; q < D; q++) {
+            tile(q, ring[q], sring[q]); /* then the slot's next load: its registers are free, no copies */
+            ring[q] = __ldcs(dq + (D + q) * 32);
+            sring[q] = load_scales<ENC>(sq + (D + q) * ST);
+        }
+        advance();
+    }
+#pragma unroll
+    for (int q = 0; q < D; q++)
+        if (c + q < n) {
             const uint4 d = ring[q];
             const uint2 sc = sring[q];
-            if (c + cfg::depth < c1) {
-                ring[q] = __ldcs(dp + (size_t)(c + cfg::depth) * 32);
-                sring[q] = load_scales<ENC>(sp, c + cfg::depth);
+            if (c + q + D < n) {
+                ring[q] = __ldcs(dq + (D + q) * 32);
+                sring[q] = load_scales<ENC>(sq + (D + q) * ST);
             }
-            compute_tile<ENC, FP16A, NB, CHAINS>(p, d, sc, smem, stride, plane_words, (c - c0) * (tr::tile_k / 16), acc);
+            tile(q, d, sc);
         }
-    }
+    c += D;
+    advance();
+#pragma unroll
+    for (int q = 0; q < D; q++)
+        if (c + q < n) tile(q, ring[q], sring[q]);
     finish_unit<NB, CHAINS>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
 }
 
 /* The split of K: a function of the weight's shape and the SM count only, never of M or of the kernel
  * variant, so every row's sums are grouped the same way whatever the batch (batch invariance) and on
- * both tensor-core paths. It takes the split whose CTAs (8 strips each) fill at least one wave of two
- * CTAs per SM and leave the last wave fullest (ties: fewer splits), with at least two steps per split. */
+ * both tensor-core paths. Cost model, fitted to the GEMV on the H200 (NVFP4, M = 1 and 8, splits 1 to
+ * 8 forced on four default shapes): the busiest SM runs ceil(CTAs / SMs) CTAs one after another, four
+ * at a time, and fewer than four resident CTAs leave it as slow as four would (too few warps to cover
+ * the latency), so the time goes as max(ceil(CTAs / SMs), 4) * (tiles per split + 4), the 4 standing
+ * for a CTA's start and split-K reduction. Ties go to fewer splits; at least two steps per split. It
+ * picks the measured fastest split for (28672, 8192), (8192, 28672) and (14336, 4096) and 16 for
+ * (4096, 14336), 5% slower there than 8 at M = 1 and 11% at M = 8. */
 static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
 {
-    const long long groups = (strips + kWarps - 1) / kWarps, slots = 2LL * sm_count;
+    const long long groups = (strips + kWarps - 1) / kWarps;
     const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
     int best = 1;
-    double best_score = -1.0;
+    long long best_cost = -1;
     for (int sp = 1; sp <= max_splits && sp <= 16; sp++) {
         const int cps = (chunks + sp - 1) / sp;
         if ((chunks + cps - 1) / cps != sp) continue; /* no empty splits */
-        const long long ctas = groups * sp;
-        const double waves = (double)ctas / (double)slots;
-        const double score = (ctas >= slots ? 1.0 : 0.0) + waves / ceil(waves);
-        if (score > best_score + 1e-9) best_score = score, best = sp;
+        const long long per_sm = (groups * sp + sm_count - 1) / sm_count;
+        const long long cost = (per_sm > 4 ? per_sm : 4) * (cps + 4);
+        if (best_cost < 0 || cost < best_cost) best_cost = cost, best = sp;
     }
     return best;
 }
@@ -425,7 +513,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     p.cps = (p.chunks + splits - 1) / splits;
     p.splits = (p.chunks + p.cps - 1) / p.cps;
     const long long grid = (long long)((p.strips + kWarps - 1) / kWarps) * p.splits * p.mtiles;
-    const size_t whole = (size_t)cfg::planes * cfg::rows * ((size_t)p.cps * enc_traits<ENC>::tile_k / 2 + 4) * 4;
+    const int srows = whole_rows(cfg::rows, p.m < cfg::rows ? p.m : cfg::rows);
+    const size_t whole = (size_t)cfg::planes * srows * (size_t)whole_stride(p.cps * enc_traits<ENC>::tile_k) * 4;
     bool launched = false;
     if constexpr (NB <= 2)
         if (whole <= (size_t)kWholeMax) {

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Kernel-tuning probe on the lent GPU machine: build (sm_90a), optional CUDA tests, the SASS of the
+# tensor-core kernels, an Nsight Compute profile of one GEMV launch and a short benchmark. Logs go to
+# $OUT. Usage: scripts/gpu_probe.sh [--test] [BENCH_ARGS...]
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+start=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
+run_tests=0
+if [ "${1:-}" = "--test" ]; then run_tests=1; shift; fi
+export PATH=$PATH:/usr/local/cuda/bin
+stamp "build"
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DQMM_CUDA=ON -DQMM_WERROR=ON \
+  "-DQMM_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" > "$OUT/build.log" 2>&1 &&
+  cmake --build build-gpu -j "$(nproc)" --target qmm test_cuda >> "$OUT/build.log" 2>&1
+if [ $? -ne 0 ]; then grep -E "error|Error" "$OUT/build.log" | head -40; exit 1; fi
+if [ $run_tests = 1 ]; then
+  stamp "ctest -L cuda"
+  ctest --test-dir build-gpu -L cuda --output-on-failure > "$OUT/ctest_cuda.log" 2>&1
+  echo "ctest rc=$?"; grep -E "tests passed|Failed|CHECK|FAILED" "$OUT/ctest_cuda.log" | head -20
+fi
+stamp "sass"
+for e in nvfp4 fp8; do
+  o=$(find build-gpu -name "kernels_mma_$e.cu.o" | head -1)
+  cuobjdump -sass "$o" > "$OUT/sass_$e.txt" 2>&1 || echo "cuobjdump failed on $o"
+done
+grep -E "Function :" "$OUT/sass_nvfp4.txt" | head -40
+stamp "ncu"
+if command -v ncu >/dev/null; then
+  ncu --kernel-name regex:mma_kernel --launch-skip 4 --launch-count 1 --set full --import-source no \
+    --page details --print-details all build-gpu/qmm bench --backend cuda --format nvfp4 --shapes 28672:8192 --m 1 \
+    --reps 2 --rotate-mb 512 > "$OUT/ncu.txt" 2>&1
+  echo "ncu rc=$?"
+  ncu --kernel-name regex:mma_kernel --launch-skip 4 --launch-count 1 --section SourceCounters --page source --print-source sass \
+    build-gpu/qmm bench --backend cuda --format nvfp4 --shapes 28672:8192 --m 1 --reps 2 --rotate-mb 512 > "$OUT/ncu_source.txt" 2>&1
+  echo "ncu source rc=$?"
+fi
+stamp "bench $*"
+build-gpu/qmm bench --backend cuda --json "$@" > "$OUT/bench.jsonl" 2> "$OUT/bench.err"
+echo "bench rc=$?"; head -5 "$OUT/bench.err"
+python3 scripts/bench_summary.py "$OUT/bench.jsonl" | tee "$OUT/bench_summary.txt"
+stamp "done"
