@@ -81,6 +81,21 @@ static void test_chunked_materialize(void)
         mm_case c = {formats[f], 9, 4000, 8200, QMM_DTYPE_BF16, QMM_DTYPE_FP32, 1, QMM_ACT_SILU, 0, 0};
         mm_check(small, ref, &c, "chunked materialize");
     }
+    /* from M = 512 the chunks overlap (dequantization of the next on a side stream): 3 MB of workspace
+     * gives two buffers of a few hundred rows, so 1000 rows take several chunks; every epilogue kind,
+     * fp16 activations (split or fp16 weights) and both cuBLASLt epilogue routes */
+    qmm_context *pipe = cuda_context((size_t)3 << 20, NULL);
+    if (pipe) {
+        CHECK_OK(qmm_context_set_path(pipe, QMM_PATH_MATERIALIZE));
+        for (int f = 0; f < 4; f++) {
+            mm_case c = {formats[f], 600, 1000, 1100, atypes[f % 2], ctypes[f % 3], f % 2, f < 2 ? QMM_ACT_NONE : QMM_ACT_GELU, 0, 0};
+            mm_check(pipe, ref, &c, "overlapped chunked materialize");
+        }
+        mm_case odd = {QMM_FORMAT_NVFP4, 517, 999, 1003, QMM_DTYPE_BF16, QMM_DTYPE_BF16, 0, QMM_ACT_RELU, 3, 5};
+        mm_check(pipe, ref, &odd, "overlapped chunked materialize, odd sizes");
+        mm_check_batch_invariance(pipe, QMM_FORMAT_MXFP4, 1000, 1100, 520, 520, "overlapped materialize same M");
+        qmm_context_destroy(pipe);
+    }
     size_t need = 0;
     CHECK_OK(qmm_workspace_query(QMM_BACKEND_CUDA, 9, QMM_FORMAT_NVFP4, 4000, 8200, &need));
     CHECK(need > ((size_t)40 << 20) / 2, "workspace query %zu", need);
@@ -156,14 +171,15 @@ static void test_batch_invariance(void)
     CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
 }
 
-/* Calls captured in a CUDA graph give the same bits as direct calls. */
-static void test_graph_capture(void)
+/* Calls captured in a CUDA graph give the same bits as direct calls: a GEMV call and a materialize call
+ * of M2 rows (with a small workspace and M2 >= 512, the overlapped chunks on the side stream). */
+static void graph_capture_case(size_t workspace, size_t N, size_t K, size_t M2)
 {
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "stream");
-    qmm_context *g = cuda_context(0, s);
+    qmm_context *g = cuda_context(workspace, s);
     if (!g) return;
-    enum { N = 300, K = 2000, M1 = 2, M2 = 200 };
+    const size_t M1 = 2;
     qmm_weight w;
     mm_random_weight(&w, QMM_FORMAT_NVFP4, N, K);
     CHECK_OK(qmm_weight_prepare(g, &w));
@@ -196,6 +212,12 @@ static void test_graph_capture(void)
     qmm_weight_free(&w);
     qmm_context_destroy(g);
     cudaStreamDestroy(s);
+}
+
+static void test_graph_capture(void)
+{
+    graph_capture_case(0, 300, 2000, 200);
+    graph_capture_case((size_t)3 << 20, 1000, 1100, 600);
 }
 
 static void test_bad_inputs(void)
