@@ -28,17 +28,8 @@ typedef struct qmm__cuda_state {
     char *workspace;
     size_t workspace_bytes;
     unsigned *counters; /* split-K arrival counters, zero between calls */
-    cudaStream_t side;  /* materialize: dequantizes the next chunk while `stream` multiplies this one */
-    cudaEvent_t fork, dequantized[2], multiplied[2];
     char description[384];
 } qmm__cuda_state;
-
-/* Materialize overlaps the dequantization of chunk i + 1 with the GEMM of chunk i (two weight buffers,
- * a side stream, events) from this M on, where cuBLAS's GEMM is bound by arithmetic and the
- * dequantization's memory traffic hides under it; below, both are bound by memory and run one after the
- * other. Chunks are then at most QMM__CUDA_OVERLAP_CHUNK bytes of bf16, so the first (not hidden) is short. */
-#define QMM__CUDA_OVERLAP_M 512
-#define QMM__CUDA_OVERLAP_CHUNK ((size_t)64 << 20)
 
 #define QMM__CU(call, what)                                                                                 \
     do {                                                                                                    \
@@ -103,15 +94,6 @@ static void qmm__cuda_destroy(void *state)
     if (!st) return;
     qmm__cuda_use_device(st);
     if (st->stream) cudaStreamSynchronize(st->stream);
-    if (st->side) {
-        cudaStreamSynchronize(st->side);
-        cudaStreamDestroy(st->side);
-    }
-    if (st->fork) cudaEventDestroy(st->fork);
-    for (int i = 0; i < 2; i++) {
-        if (st->dequantized[i]) cudaEventDestroy(st->dequantized[i]);
-        if (st->multiplied[i]) cudaEventDestroy(st->multiplied[i]);
-    }
     qmm__lt_destroy(&st->lt);
     cudaFree(st->workspace);
     cudaFree(st->counters);
@@ -141,12 +123,6 @@ static qmm_status qmm__cuda_create(const qmm_context_options *o, void **out)
     st->workspace_bytes = o->workspace_bytes ? o->workspace_bytes : QMM__CUDA_DEFAULT_WORKSPACE;
     if (e == cudaSuccess) e = cudaMalloc((void **)&st->workspace, st->workspace_bytes);
     if (e == cudaSuccess) e = cudaMalloc((void **)&st->counters, QMM__CUDA_COUNTERS * sizeof(unsigned));
-    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
-    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming);
-    for (int i = 0; i < 2; i++) {
-        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&st->dequantized[i], cudaEventDisableTiming);
-        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&st->multiplied[i], cudaEventDisableTiming);
-    }
     if (e == cudaSuccess) e = cudaMemsetAsync(st->counters, 0, QMM__CUDA_COUNTERS * sizeof(unsigned), st->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(st->stream);
     if (e != cudaSuccess) s = qmm__fail(e == cudaErrorMemoryAllocation ? QMM_ERR_OUT_OF_MEMORY : QMM_ERR_CUDA,
@@ -311,41 +287,16 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
     if (rows == 0)
         return qmm__fail(QMM_ERR_WORKSPACE_TOO_SMALL, "qmm_matmul: the workspace (%zu bytes) cannot hold 16 weight rows of "
                          "k = %zu for m = %zu (see qmm_workspace_query)", st->workspace_bytes, k, m);
-    /* overlapped: two weight buffers of at most QMM__CUDA_OVERLAP_CHUNK, where the weight takes two chunks
-     * or more and the workspace holds two of 16 rows or more */
-    bool overlap = false;
-    if (p->enc != QMM__ENC_BF16 && m >= QMM__CUDA_OVERLAP_M) {
-        size_t r2 = left / (per_row + k * 2), cap = QMM__CUDA_OVERLAP_CHUNK / (k * 2);
-        if (r2 > cap) r2 = cap;
-        r2 -= r2 % 16;
-        if (r2 >= 16 && r2 < n) overlap = true, rows = r2;
-    }
     void *w_chunk = p->enc != QMM__ENC_BF16 ? qmm__carve(&cur, &left, rows * k * 2) : NULL;
-    void *w_next = overlap ? qmm__carve(&cur, &left, rows * k * 2) : NULL;
     float *scratch = lt_epi ? NULL : qmm__carve(&cur, &left, rows * m * sizeof(float));
-    if (overlap) { /* the side stream starts after everything before this call */
-        QMM__CU(cudaEventRecord(st->fork, st->stream), "cudaEventRecord");
-        QMM__CU(cudaStreamWaitEvent(st->side, st->fork, 0), "cudaStreamWaitEvent");
-    }
 
     if (split_a) QMM__TRY(qmm__cuda_status(qmm__cuda_split_fp16(x->a, m, k, x->lda, a_hi, a_lo, st->stream), "fp16 split"));
     const size_t csize = qmm__dtype_size(x->c_type);
-    size_t chunk = 0;
-    for (size_t r0 = 0; r0 < n; r0 += rows, chunk++) {
+    for (size_t r0 = 0; r0 < n; r0 += rows) {
         const size_t rc = n - r0 < rows ? n - r0 : rows;
         const void *wp;
         if (p->enc == QMM__ENC_BF16) {
             wp = (const char *)p->data + r0 * k * 2;
-        } else if (overlap) {
-            /* buffer chunk % 2 is free once the GEMM of chunk - 2 is done; this GEMM waits for its weights.
-             * Every side-stream operation ends in an event the main stream waits for, so the side stream
-             * joins back within the call (CUDA graph capture needs that). */
-            const int b = (int)(chunk % 2);
-            wp = b ? w_next : w_chunk;
-            if (chunk >= 2) QMM__CU(cudaStreamWaitEvent(st->side, st->multiplied[b], 0), "cudaStreamWaitEvent");
-            QMM__TRY(qmm__cuda_status(qmm__cuda_dequantize(p, r0, rc, (void *)wp, w_half, st->side), "dequantize kernel"));
-            QMM__CU(cudaEventRecord(st->dequantized[b], st->side), "cudaEventRecord");
-            QMM__CU(cudaStreamWaitEvent(st->stream, st->dequantized[b], 0), "cudaStreamWaitEvent");
         } else {
             QMM__TRY(qmm__cuda_status(qmm__cuda_dequantize(p, r0, rc, w_chunk, w_half, st->stream), "dequantize kernel"));
             wp = w_chunk;
@@ -362,7 +313,6 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
             qmm_status s = qmm__lt_matmul(&st->lt, &c, lt_ws, lt_bytes, st->stream);
             if (s == QMM_ERR_UNSUPPORTED && r0 == 0) return qmm__cuda_run_materialize(st, x, p, false);
             QMM__TRY(s);
-            if (overlap) QMM__CU(cudaEventRecord(st->multiplied[chunk % 2], st->stream), "cudaEventRecord");
             continue;
         }
         /* fp32 sums into the scratch (rc x m column-major = m rows of rc), then qmm's epilogue */
@@ -375,7 +325,6 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
             QMM__TRY(qmm__lt_matmul(&st->lt, &c, lt_ws, lt_bytes, st->stream));
         }
         QMM__TRY(qmm__cuda_status(qmm__cuda_epilogue_apply(scratch, rc, m, rc, r0, &e, st->stream), "epilogue kernel"));
-        if (overlap) QMM__CU(cudaEventRecord(st->multiplied[chunk % 2], st->stream), "cudaEventRecord");
     }
     return QMM_OK;
 }
