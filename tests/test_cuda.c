@@ -94,6 +94,20 @@ static void test_chunked_materialize(void)
         }
         mm_case odd = {QMM_FORMAT_NVFP4, 517, 999, 1003, QMM_DTYPE_BF16, QMM_DTYPE_BF16, 0, QMM_ACT_RELU, 3, 5};
         mm_check(mid, ref, &odd, "chunked materialize, large M, odd sizes");
+        /* the same case varied one factor at a time (BENCHMARKS.md, Known bug): without chunks (the
+         * default workspace), small M, even K, no padding, no activation, fp32 output */
+        mm_check(ctx, ref, &odd, "materialize, large M, odd sizes, one chunk");
+        mm_case v = odd;
+        v.m = 100;
+        mm_check(mid, ref, &v, "chunked materialize, odd sizes, M = 100");
+        v = odd, v.k = 1004;
+        mm_check(mid, ref, &v, "chunked materialize, large M, odd sizes, even K");
+        v = odd, v.lda_pad = 0, v.ldc_pad = 0;
+        mm_check(mid, ref, &v, "chunked materialize, large M, odd sizes, no padding");
+        v = odd, v.activation = QMM_ACT_NONE;
+        mm_check(mid, ref, &v, "chunked materialize, large M, odd sizes, no activation");
+        v = odd, v.c_type = QMM_DTYPE_FP32;
+        mm_check(mid, ref, &v, "chunked materialize, large M, odd sizes, fp32 output");
         mm_check_batch_invariance(mid, QMM_FORMAT_MXFP4, 1000, 1100, 520, 520, "chunked materialize same M");
     }
     if (mid) qmm_context_destroy(mid);
