@@ -109,17 +109,15 @@ static inline float qmm__e4m3_to_fp32(uint8_t c)
 static const float qmm__e2m1_magnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
 
 /* Magnitude code of |x| >= 0 rounded to nearest even; NaN saturates like an infinity. The midpoints
- * 0.25, 1.25, 2.5 and 5 go down and 0.75, 1.75, 3.5 go up: each to the even code. */
+ * 0.25, 1.25, 2.5 and 5 go down and 0.75, 1.75, 3.5 go up: each to the even code. Counted as the
+ * thresholds passed, on the bits (non-negative floats order like their bit patterns, and a NaN's bits
+ * lie above every threshold), with no branch: random data mispredicts a chain of comparisons, and
+ * integer comparisons vectorize. */
 static inline uint8_t qmm__e2m1_magnitude_code(float a)
 {
-    if (!(a <= 5.0f)) return 7;
-    if (a <= 0.25f) return 0;
-    if (a < 0.75f) return 1;
-    if (a <= 1.25f) return 2;
-    if (a < 1.75f) return 3;
-    if (a <= 2.5f) return 4;
-    if (a < 3.5f) return 5;
-    return 6;
+    const uint32_t u = qmm__f32_bits(a);
+    return (uint8_t)((u > 0x3e800000u) + (u >= 0x3f400000u) + (u > 0x3fa00000u) + (u >= 0x3fe00000u) + (u > 0x40200000u) +
+                     (u >= 0x40600000u) + (u > 0x40a00000u));
 }
 
 static inline uint8_t qmm__fp32_to_e2m1(float x)

@@ -9,39 +9,61 @@
 #include "format.h"
 #include "weight.h"
 
-/* One pass over the input: every value finite, and the largest magnitude. */
-static qmm_status qmm__scan_input(qmm_dtype type, const void *src, size_t stride, size_t n, size_t k, float *amax)
+/* Row r of the source as fp32 (the source type's own conversion, one loop per type). */
+static void qmm__load_row(qmm_dtype type, const void *src, size_t stride, size_t r, size_t k, float *row)
+{
+    const size_t o = r * stride;
+    if (type == QMM_DTYPE_FP32) {
+        memcpy(row, (const float *)src + o, k * sizeof(float));
+    } else if (type == QMM_DTYPE_BF16) {
+        const uint16_t *s = (const uint16_t *)src + o;
+        for (size_t c = 0; c < k; c++) row[c] = qmm__bf16_to_fp32(s[c]);
+    } else {
+        const uint16_t *s = (const uint16_t *)src + o;
+        for (size_t c = 0; c < k; c++) row[c] = qmm__fp16_to_fp32(s[c]);
+    }
+}
+
+/* One pass over the input: every value finite, and the largest magnitude. `row` holds k floats. */
+static qmm_status qmm__scan_input(qmm_dtype type, const void *src, size_t stride, size_t n, size_t k, float *row, float *amax)
 {
     float m = 0.0f;
     for (size_t r = 0; r < n; r++) {
+        qmm__load_row(type, src, stride, r, k, row);
+        bool finite = true;
         for (size_t c = 0; c < k; c++) {
-            float x = qmm__load_float(type, src, r * stride + c);
-            if (!isfinite(x))
-                return qmm__fail(QMM_ERR_NON_FINITE, "qmm_quantize: weight[%zu][%zu] is %s", r, c,
-                                 isnan(x) ? "NaN" : "infinite");
-            m = fmaxf(m, fabsf(x));
+            const float a = fabsf(row[c]);
+            finite &= isfinite(row[c]) != 0;
+            m = a > m ? a : m; /* not fmaxf: a libm call here; a NaN fails the scan anyway */
         }
+        if (!finite)
+            for (size_t c = 0; c < k; c++)
+                if (!isfinite(row[c]))
+                    return qmm__fail(QMM_ERR_NON_FINITE, "qmm_quantize: weight[%zu][%zu] is %s", r, c,
+                                     isnan(row[c]) ? "NaN" : "infinite");
     }
     *amax = m;
     return QMM_OK;
 }
 
-static void qmm__load_row(qmm_dtype type, const void *src, size_t stride, size_t r, size_t k, float *row)
-{
-    for (size_t c = 0; c < k; c++) row[c] = qmm__load_float(type, src, r * stride + c);
-}
-
+/* The largest |x| of finite values (the input is checked first). */
 static float qmm__max_abs(const float *x, size_t len)
 {
     float m = 0.0f;
-    for (size_t i = 0; i < len; i++) m = fmaxf(m, fabsf(x[i]));
+    for (size_t i = 0; i < len; i++) {
+        const float a = fabsf(x[i]);
+        m = a > m ? a : m;
+    }
     return m;
 }
 
-static void qmm__store_nibble(uint8_t *row, size_t c, uint8_t code)
+/* Codes codes[0 .. len) of columns c0 .. (c0 even) into nibbles, the low nibble first; an odd last code
+ * leaves its byte's high nibble zero. */
+static void qmm__store_nibbles(uint8_t *row, size_t c0, const uint8_t *codes, size_t len)
 {
-    if (c & 1) row[c / 2] = (uint8_t)(row[c / 2] | (code << 4));
-    else row[c / 2] = code; /* the low nibble comes first and clears the byte */
+    uint8_t *o = row + c0 / 2;
+    for (size_t i = 0; i + 1 < len; i += 2) o[i / 2] = (uint8_t)(codes[i] | (codes[i + 1] << 4));
+    if (len & 1) o[len / 2] = codes[len - 1];
 }
 
 /* NVFP4, modelopt: s2 = amax / (6 * 448); sb = E4M3(clamp(amax_b / (6 * s2), 2^-9, 448)) with 1.0 for a
@@ -57,14 +79,15 @@ static void qmm__quantize_nvfp4(const float *row, size_t k, float s2, uint8_t *o
         uint8_t code = qmm__fp32_to_e4m3(sb);
         scales[blk] = code;
         const float scale = qmm__e4m3_to_fp32(code) * s2;
+        uint8_t codes[16];
         for (size_t i = 0; i < len; i++) {
             float x = row[b0 + i];
             /* modelopt's _cast_fp4 takes the sign from the scaled value: q < 0. A negative x whose
              * quotient underflows to -0.0 therefore encodes as +0, like -0.0 itself. */
             float q = x / scale;
-            uint8_t c = (uint8_t)(qmm__e2m1_magnitude_code(fabsf(q)) | (q < 0.0f ? 8u : 0u));
-            qmm__store_nibble(out, b0 + i, c);
+            codes[i] = (uint8_t)(qmm__e2m1_magnitude_code(fabsf(q)) | (q < 0.0f ? 8u : 0u));
         }
+        qmm__store_nibbles(out, b0, codes, len);
     }
 }
 
@@ -93,7 +116,9 @@ static void qmm__quantize_mxfp4(const float *row, size_t k, bool rceil, uint8_t 
         int e = qmm__mx_exponent(qmm__max_abs(row + b0, len), rceil);
         scales[blk] = (uint8_t)(e + 127);
         const float inv = ldexpf(1.0f, -e); /* exact: 2^-e is a normal fp32 for e in [-127, 125] */
-        for (size_t i = 0; i < len; i++) qmm__store_nibble(out, b0 + i, qmm__fp32_to_e2m1(row[b0 + i] * inv));
+        uint8_t codes[32];
+        for (size_t i = 0; i < len; i++) codes[i] = qmm__fp32_to_e2m1(row[b0 + i] * inv);
+        qmm__store_nibbles(out, b0, codes, len);
     }
 }
 
@@ -171,10 +196,14 @@ qmm_status qmm_quantize(qmm_recipe recipe, qmm_dtype src_type, const void *src, 
                              dst->channel_scale_count, size.channel_scale_count);
     }
 
-    float amax = 0.0f;
-    QMM__TRY(qmm__scan_input(src_type, src, src_stride, n, k, &amax));
     float *row = malloc(k * sizeof(float));
     if (!row) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: cannot allocate a row of %zu floats", fn, k);
+    float amax = 0.0f;
+    qmm_status scan = qmm__scan_input(src_type, src, src_stride, n, k, row, &amax);
+    if (scan != QMM_OK) {
+        free(row);
+        return scan;
+    }
 
     /* From here on nothing can fail. NVFP4: if amax / 2688 is 0, s2 = 1 keeps every division finite. */
     float s2 = amax / 2688.0f;
