@@ -5,12 +5,14 @@
  * overwritten without --force; every output file is written atomically by the library. */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "common.h"
@@ -21,7 +23,7 @@
 static const char default_exclude[] =
     "(^|\\.)(lm_head|gate|router|wte|wpe|[^.]*(embed|norm|ln_)[^.]*)\\.weight$";
 
-enum { MAX_EXCLUDES = 32 };
+enum { MAX_EXCLUDES = 32, MAX_THREADS = 64, DEFAULT_THREADS = 16 };
 
 typedef struct quantize_options {
     const char *in, *out;
@@ -31,6 +33,7 @@ typedef struct quantize_options {
     bool force;
     regex_t exclude[MAX_EXCLUDES + 1]; /* [0] is the default */
     size_t exclude_count;
+    int threads; /* tensors quantized at once */
 } quantize_options;
 
 static void quantize_usage(FILE *f)
@@ -53,8 +56,10 @@ static void quantize_usage(FILE *f)
             "  --exclude REGEX   also leave tensors whose name matches REGEX (POSIX extended) unquantized;\n"
             "                    may be given up to %d times\n"
             "  --force           replace output files that exist\n"
+            "  --threads T       tensors quantized at once, 1 to %d (default: the online cores, at most %d);\n"
+            "                    the output is the same for every T\n"
             "  --help            this text\n",
-            MAX_EXCLUDES);
+            MAX_EXCLUDES, MAX_THREADS, DEFAULT_THREADS);
 }
 
 static void quantize_free_options(quantize_options *o)
@@ -100,6 +105,14 @@ static int quantize_parse(int argc, char **argv, quantize_options *o)
                 fprintf(stderr, "qmm quantize: unknown recipe '%s'\n", v);
                 return -1;
             }
+        } else if (strcmp(a, "--threads") == 0) {
+            char *end = NULL;
+            long t = strtol(v, &end, 10);
+            if (!end || *end || t < 1 || t > MAX_THREADS) {
+                fprintf(stderr, "qmm quantize: --threads takes 1 to %d, not '%s'\n", MAX_THREADS, v);
+                return -1;
+            }
+            o->threads = (int)t;
         } else if (strcmp(a, "--exclude") == 0) {
             if (o->exclude_count > MAX_EXCLUDES) {
                 fprintf(stderr, "qmm quantize: more than %d --exclude options\n", MAX_EXCLUDES);
@@ -188,8 +201,21 @@ typedef struct quantize_stats {
     size_t excluded_count;
 } quantize_stats;
 
-static int quantize_one(const quantize_options *o, qmm_safetensors_writer *w, const qmm_tensor_view *v)
+/* One tensor to quantize: run() may go on any thread (qmm_quantize keeps no state between calls), add()
+ * goes on the main thread in the order of the source, so the output does not depend on the threads. */
+typedef struct quantize_job {
+    const quantize_options *o;
+    qmm_tensor_view v;
+    qmm_weight q;
+    bool allocated;
+    qmm_status st;
+    char error[512]; /* qmm_last_error() is per thread: the worker's message, for the main thread */
+} quantize_job;
+
+static void *quantize_job_run(void *arg)
 {
+    quantize_job *j = arg;
+    const qmm_tensor_view *v = &j->v;
     const qmm_dtype src = v->dtype == QMM_ST_F32 ? QMM_DTYPE_FP32 : v->dtype == QMM_ST_F16 ? QMM_DTYPE_FP16 : QMM_DTYPE_BF16;
     const size_t esize = v->dtype == QMM_ST_F32 ? 4 : 2, n = v->shape[0], k = v->shape[1];
     /* Tensor data is only byte-aligned in the file: an unaligned one is copied before it is read. */
@@ -197,25 +223,51 @@ static int quantize_one(const quantize_options *o, qmm_safetensors_writer *w, co
     const void *data = v->data;
     if ((uintptr_t)data % esize) {
         copy = malloc(v->bytes);
-        if (!copy) return tool_report("quantize", QMM_ERR_OUT_OF_MEMORY);
+        if (!copy) {
+            j->st = QMM_ERR_OUT_OF_MEMORY;
+            snprintf(j->error, sizeof j->error, "cannot copy %zu bytes of tensor data", v->bytes);
+            return NULL;
+        }
         memcpy(copy, v->data, v->bytes);
         data = copy;
     }
-    char *module = tool_strip(v->name, strlen(".weight"));
-    qmm_weight q;
-    qmm_status st = module ? qmm_weight_alloc(&q, o->format, n, k) : QMM_ERR_OUT_OF_MEMORY;
-    if (st == QMM_OK) {
-        st = qmm_quantize(o->recipe, src, data, k, &q);
-        if (st == QMM_OK) st = qmm_safetensors_writer_add_weight(w, module, &q);
-        qmm_weight_free(&q);
-    }
-    free(module);
+    j->st = qmm_weight_alloc(&j->q, j->o->format, n, k);
+    j->allocated = j->st == QMM_OK;
+    if (j->st == QMM_OK) j->st = qmm_quantize(j->o->recipe, src, data, k, &j->q);
+    if (j->st != QMM_OK) snprintf(j->error, sizeof j->error, "%s", qmm_last_error());
     free(copy);
-    if (st != QMM_OK) {
-        fprintf(stderr, "\nqmm quantize: tensor '%s': ", v->name);
-        return tool_report("quantize", st);
+    return NULL;
+}
+
+/* Quantizes jobs[0 .. count) at once, one thread each, then adds them to w in order. */
+static int quantize_batch(qmm_safetensors_writer *w, quantize_job *jobs, size_t count)
+{
+    pthread_t tid[MAX_THREADS];
+    bool started[MAX_THREADS] = {false};
+    for (size_t i = 1; i < count; i++) started[i] = pthread_create(&tid[i], NULL, quantize_job_run, &jobs[i]) == 0;
+    quantize_job_run(&jobs[0]);
+    for (size_t i = 1; i < count; i++) {
+        if (started[i]) pthread_join(tid[i], NULL);
+        else quantize_job_run(&jobs[i]); /* no thread to be had: here instead */
     }
-    return 0;
+    int rc = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (rc == 0 && jobs[i].st != QMM_OK) {
+            fprintf(stderr, "\nqmm quantize: tensor '%s': %s: %s\n", jobs[i].v.name, qmm_status_string(jobs[i].st), jobs[i].error);
+            rc = 1;
+        }
+        if (rc == 0) {
+            char *module = tool_strip(jobs[i].v.name, strlen(".weight"));
+            qmm_status st = module ? qmm_safetensors_writer_add_weight(w, module, &jobs[i].q) : QMM_ERR_OUT_OF_MEMORY;
+            free(module);
+            if (st != QMM_OK) {
+                fprintf(stderr, "\nqmm quantize: tensor '%s': ", jobs[i].v.name);
+                rc = tool_report("quantize", st);
+            }
+        }
+        if (jobs[i].allocated) qmm_weight_free(&jobs[i].q);
+    }
+    return rc;
 }
 
 static int quantize_shard(const quantize_options *o, const qmm_safetensors *in, size_t shard, size_t *next,
@@ -239,18 +291,32 @@ static int quantize_shard(const quantize_options *o, const qmm_safetensors *in, 
         return tool_report("quantize", st);
     }
     const size_t count = qmm_safetensors_tensor_count(in);
-    for (; *next < count; (*next)++) {
+    quantize_job jobs[MAX_THREADS];
+    size_t pending = 0; /* consecutive tensors to quantize, flushed before anything else is added */
+    for (;; (*next)++) {
         qmm_tensor_view v;
-        qmm_safetensors_tensor_at(in, *next, &v);
-        if (v.shard != shard) break;
-        const char *why;
-        s->bytes_in += (double)v.bytes;
-        if (should_quantize(o, &v, &why)) {
-            tool_progress("quantize", s->done++, s->quantized, v.name);
-            if (quantize_one(o, w, &v) != 0) {
+        bool more = *next < count;
+        if (more) {
+            qmm_safetensors_tensor_at(in, *next, &v);
+            more = v.shard == shard;
+        }
+        const char *why = NULL;
+        const bool quantize = more && should_quantize(o, &v, &why);
+        if (pending && (!quantize || pending == (size_t)o->threads)) {
+            const int rc = quantize_batch(w, jobs, pending);
+            pending = 0;
+            if (rc != 0) {
                 qmm_safetensors_writer_discard(w);
                 return 1;
             }
+        }
+        if (!more) break;
+        s->bytes_in += (double)v.bytes;
+        if (quantize) {
+            tool_progress("quantize", s->done++, s->quantized, v.name);
+            memset(&jobs[pending], 0, sizeof jobs[pending]);
+            jobs[pending].o = o, jobs[pending].v = v;
+            pending++;
             continue;
         }
         if (why && tool_ends_with(v.name, ".weight") && v.ndim == 2) {
@@ -480,6 +546,9 @@ int cmd_quantize(int argc, char **argv)
     quantize_options o;
     memset(&o, 0, sizeof o);
     o.recipe = QMM_RECIPE_DEFAULT;
+    /* the online cores, at most DEFAULT_THREADS: each holds a quantized tensor until its turn to be written */
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o.threads = cores < 1 ? 1 : cores > DEFAULT_THREADS ? DEFAULT_THREADS : (int)cores;
     int p = quantize_parse(argc, argv, &o);
     if (p != 0) {
         quantize_usage(p > 0 ? stdout : stderr);

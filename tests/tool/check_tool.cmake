@@ -65,6 +65,20 @@ foreach(fmt nvfp4 mxfp4 fp8 fp8_channel)
   run(0 out "${QMM}" quantize "${WORK}/src/sharded" "${out_dir}" --format ${fmt} --force)
 endforeach()
 
+# the output does not depend on how many tensors are quantized at once
+foreach(t 1 3)
+  run(0 out "${QMM}" quantize "${WORK}/src/sharded" "${WORK}/threads_${t}" --format nvfp4 --threads ${t})
+endforeach()
+foreach(f model-00001-of-00002.safetensors model-00002-of-00002.safetensors model.safetensors.index.json)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${WORK}/threads_1/${f}" "${WORK}/threads_3/${f}"
+                  RESULT_VARIABLE differ)
+  if(differ)
+    message(FATAL_ERROR "--threads 1 and --threads 3 wrote different ${f}")
+  endif()
+endforeach()
+run(2 out "${QMM}" quantize "${WORK}/src/sharded" "${WORK}/threads_x" --format nvfp4 --threads 0)
+expect_match("${out}" "--threads takes 1 to 64" "--threads 0 refused")
+
 # verify notices a quantization that does not match the original
 run(1 out "${QMM}" verify "${WORK}/src/sharded" "${WORK}/nvfp4" --max-rel-err 0.001)
 expect_match("${out}" "relative error above" "verify --max-rel-err")
