@@ -108,6 +108,8 @@ static void test_chunked_materialize(void)
         mm_check(mid, ref, &v, "chunked materialize, large M, odd sizes, no activation");
         v = odd, v.c_type = QMM_DTYPE_FP32;
         mm_check(mid, ref, &v, "chunked materialize, large M, odd sizes, fp32 output");
+        /* 8 MB: one chunk, but cuBLASLt's share of the workspace is 2 MB, not 32 */
+        mm_check(mid8, ref, &odd, "materialize, large M, odd sizes, one chunk, small cuBLASLt workspace");
         mm_check_batch_invariance(mid, QMM_FORMAT_MXFP4, 1000, 1100, 520, 520, "chunked materialize same M");
     }
     if (mid) qmm_context_destroy(mid);
