@@ -27,4 +27,16 @@ static inline qmm_context *cpu_isa_context(const char *test, const char *isa, co
     return ctx;
 }
 
+/* run(isa) once per instruction set: the one QMM_ISA names when it is set (run(NULL)), else generic,
+ * avx2 and avx512. Returns how many ran (run returns 1 for a set it ran, 0 for one it skipped). */
+static inline int cpu_isa_each(int (*run)(const char *isa))
+{
+    const char *env = getenv("QMM_ISA");
+    if (env && *env) return run(NULL);
+    static const char *const isas[3] = {"generic", "avx2", "avx512"};
+    int ran = 0;
+    for (int i = 0; i < 3; i++) ran += run(isas[i]);
+    return ran;
+}
+
 #endif

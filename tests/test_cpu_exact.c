@@ -129,13 +129,7 @@ int main(void)
     qmm_context_options_init(&o);
     o.backend = QMM_BACKEND_REFERENCE;
     if (qmm_context_create(&o, &ref_ctx) != QMM_OK) return 1;
-    const char *env = getenv("QMM_ISA");
-    int ran = 0;
-    if (env && *env) ran += run_isa(NULL);
-    else {
-        static const char *isas[3] = {"generic", "avx2", "avx512"};
-        for (int i = 0; i < 3; i++) ran += run_isa(isas[i]);
-    }
+    const int ran = cpu_isa_each(run_isa);
     qmm_context_destroy(ref_ctx);
     const int rc = harness_end("test_cpu_exact");
     return rc ? rc : ran ? 0 : 77;

@@ -173,13 +173,7 @@ int main(void)
         printf("test_cpu_matmul: SKIPPED: the CPU backend is not built in\n");
         return 77;
     }
-    const char *env = getenv("QMM_ISA");
-    int ran = 0;
-    if (env && *env) ran += run_isa(NULL);
-    else {
-        static const char *isas[3] = {"generic", "avx2", "avx512"};
-        for (int i = 0; i < 3; i++) ran += run_isa(isas[i]);
-    }
+    const int ran = cpu_isa_each(run_isa);
     qmm_context_destroy(ref_ctx);
     int rc = harness_end("test_cpu_matmul");
     return rc ? rc : ran ? 0 : 77;

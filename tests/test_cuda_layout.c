@@ -5,6 +5,7 @@
  * cannot take (NaN scales, NaN FP8 codes, an MXFP4 exponent range over 126) must get a RAW encoding.
  * Needs no GPU: it runs wherever the CUDA backend is built. */
 #include "../src/cuda/cuda_internal.h"
+#include "../src/cuda/decode.h"
 #include "harness.h"
 
 static void check_weight(qmm_weight *w, const char *what, qmm__cuda_encoding want_enc)
@@ -42,9 +43,34 @@ static void random_weight(qmm_weight *w, qmm_format f, size_t n, size_t k, doubl
     free(src);
 }
 
+/* The kernels build the block factors of two blocks in one register (qmm__*_factor2): each half must be
+ * what the one-block factor, checked by the emulation above, gives. Every NVFP4 code pair; every MXFP4
+ * code pair whose exponents the layout admits, for several offsets. */
+static void check_factor_pairs(void)
+{
+    long bad = 0;
+    for (uint32_t a = 0; a < 256; a++)
+        for (uint32_t b = 0; b < 256; b++) {
+            const uint32_t want = (qmm__nvfp4_factor(a) & 0xffffu) | (qmm__nvfp4_factor(b) & 0xffff0000u);
+            if (qmm__nvfp4_factor2(a | b << 16) != want && bad++ < 5) CHECK(0, "nvfp4 factor pair %u, %u", a, b);
+        }
+    static const int offs[] = {-127, -60, -1, 0, 1, 60, 126};
+    for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++)
+        for (uint32_t a = 0; a < 256; a++)
+            for (uint32_t b = 0; b < 256; b++) {
+                const int off = offs[i];
+                if ((int)a + off < 1 || (int)a + off > 254 || (int)b + off < 1 || (int)b + off > 254) continue;
+                const uint32_t want = (qmm__mxfp4_factor(a, off) & 0xffffu) | (qmm__mxfp4_factor(b, off) & 0xffff0000u);
+                if (qmm__mxfp4_factor2(a | b << 16, qmm__mxfp4_bias(off)) != want && bad++ < 5)
+                    CHECK(0, "mxfp4 factor pair %u, %u, offset %d", a, b, off);
+            }
+    CHECK(bad == 0, "%ld factor pairs differ", bad);
+}
+
 int main(void)
 {
     harness_begin("test_cuda_layout");
+    check_factor_pairs();
     static const size_t shapes[][2] = {{1, 1}, {16, 64}, {17, 65}, {33, 100}, {7, 257}, {40, 31}, {64, 512}};
     static const qmm_format formats[4] = {QMM_FORMAT_NVFP4, QMM_FORMAT_MXFP4, QMM_FORMAT_FP8_TENSOR, QMM_FORMAT_FP8_CHANNEL};
     static const qmm__cuda_encoding encs[4] = {QMM__ENC_NVFP4, QMM__ENC_MXFP4, QMM__ENC_FP8, QMM__ENC_FP8};

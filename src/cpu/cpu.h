@@ -30,7 +30,7 @@ typedef struct qmm__cpu_state {
     uint8_t *thread_ws;         /* nthreads x thread_ws_bytes: panels and partial sums per thread */
     size_t thread_ws_bytes;
     float *a32;                 /* A converted to fp32 for the FMA GEMV; grows to the largest m x k */
-    size_t a32_count;
+    size_t a32_bytes;
     void *apack;                /* A packed for the GEMM tiles; grows to the largest call */
     size_t apack_bytes;
 } qmm__cpu_state;

@@ -23,6 +23,19 @@ typedef struct qmm__convert_job {
     float *out;
 } qmm__convert_job;
 
+/* Makes *buf (64-byte aligned, *have bytes) hold at least `bytes`; the old contents are not kept.
+ * False when the allocation fails (*buf unchanged). */
+static bool qmm__grow(void **buf, size_t *have, size_t bytes)
+{
+    if (bytes <= *have) return true;
+    void *p = bytes <= (size_t)-1 - 63 ? aligned_alloc(64, (bytes + 63) / 64 * 64) : NULL;
+    if (!p) return false;
+    free(*buf);
+    *buf = p;
+    *have = bytes;
+    return true;
+}
+
 static void qmm__convert_worker(void *arg, int tid, int nt)
 {
     const qmm__convert_job *j = arg;
@@ -48,13 +61,10 @@ static qmm_status qmm__a_as_fp32(qmm__cpu_state *s, const qmm__matmul_args *x, c
     size_t count, bytes;
     if (!qmm__mul_size(x->m, x->k, &count) || !qmm__mul_size(count, sizeof(float), &bytes) || bytes > (size_t)-1 - 63)
         return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "qmm_matmul (cpu): A of %zu x %zu as fp32 overflows size_t", x->m, x->k);
-    if (count > s->a32_count) {
-        float *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
-        if (!p) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_matmul (cpu): cannot allocate %zu floats for A as fp32", count);
-        free(s->a32);
-        s->a32 = p;
-        s->a32_count = count;
-    }
+    void *a32 = s->a32;
+    if (!qmm__grow(&a32, &s->a32_bytes, bytes))
+        return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_matmul (cpu): cannot allocate %zu floats for A as fp32", count);
+    s->a32 = a32;
     qmm__convert_job j = {x, s->a32};
     qmm__pool_run(s->pool, qmm__convert_worker, &j);
     *a = s->a32, *lda = x->k;
@@ -151,13 +161,8 @@ static qmm_status qmm__pack_a(qmm__cpu_state *s, const qmm__matmul_args *x, bool
     size_t bytes;
     if (!qmm__mul_size(groups * mr, blocks * QMM__KC * (dot ? 2 : 4), &bytes))
         return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "qmm_matmul (cpu): packed A of %zu x %zu overflows size_t", x->m, x->k);
-    if (bytes > s->apack_bytes) {
-        void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
-        if (!p) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_matmul (cpu): cannot allocate %zu bytes for packed A", bytes);
-        free(s->apack);
-        s->apack = p;
-        s->apack_bytes = bytes;
-    }
+    if (!qmm__grow(&s->apack, &s->apack_bytes, bytes))
+        return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_matmul (cpu): cannot allocate %zu bytes for packed A", bytes);
     qmm__pack_job j = {x, dot, mr, groups, blocks, s->apack};
     qmm__pool_run(s->pool, qmm__pack_worker, &j);
     return QMM_OK;

@@ -24,6 +24,10 @@ typedef enum qmm__cpu_kind {
 #define QMM__TILE_ROWS 16
 /* K is padded with zero weights to a multiple of this in the prepared layout (one scale group). */
 #define QMM__KGROUP 64
+/* Bytes of one group (QMM__KGROUP values of K of one tile's 16 rows) in the prepared data and scale
+ * streams (layout.c). */
+#define QMM__GROUP_DATA(kind) ((kind) == QMM__KIND_BF16 ? 2048 : (kind) == QMM__KIND_FP8 ? 1024 : 512)
+#define QMM__GROUP_SCALES(kind) ((kind) == QMM__KIND_NVFP4 ? 64 : (kind) == QMM__KIND_MXFP4 ? 32 : 0)
 
 /* E4M3 values (FP8 elements, NVFP4 block scales) are decoded as E4M3 * 2^-8: the bits shifted into
  * binary16 give exactly that, subnormals included (README). The epilogue multiplies by 2^8. */

@@ -63,11 +63,22 @@ QMM__HD uint32_t qmm__e4m3x2_to_bf16x2(uint32_t x)
     return ((x & 0x007f007fu) << 4) | ((x & 0x00800080u) << 8);
 }
 
-/* A prepared NVFP4 scale code u (E5M3 of |s|) -> s * 2^118 in both halves of a bf16x2. */
-QMM__HD uint32_t qmm__nvfp4_factor(uint32_t u) { return u * 0x00100010u + 0x76007600u; }
+/* Two prepared NVFP4 scale codes, one in each half (bits 7:0 and 23:16; each the E5M3 of |s|) -> the
+ * bf16 pair of their s * 2^118 (kernels build the factors of two blocks at once this way). */
+QMM__HD uint32_t qmm__nvfp4_factor2(uint32_t u2) { return u2 * 16u + 0x76007600u; }
 
-/* An MXFP4 scale code c -> 2^(c - 127 + 126 - K) in both halves, with off = 126 - K. */
-QMM__HD uint32_t qmm__mxfp4_factor(uint32_t c, int off) { return (uint32_t)((int)c + off) * 0x00800080u; }
+/* A prepared NVFP4 scale code u -> s * 2^118 in both halves of a bf16x2. */
+QMM__HD uint32_t qmm__nvfp4_factor(uint32_t u) { return qmm__nvfp4_factor2(u * 0x00010001u); }
+
+/* MXFP4, with off = 126 - K: the offset of qmm__mxfp4_factor2 for a weight (computed once). */
+QMM__HD uint32_t qmm__mxfp4_bias(int off) { return (uint32_t)(off * 128) * 0x00010001u; }
+
+/* Two MXFP4 scale codes, one in each half -> the bf16 pair of their 2^(c - 127 + 126 - K). Each half is
+ * (c + off) << 7, exact while c + off stays in 1 .. 254 (prepare.c chooses K so). */
+QMM__HD uint32_t qmm__mxfp4_factor2(uint32_t c2, uint32_t bias) { return c2 * 128u + bias; }
+
+/* An MXFP4 scale code c -> 2^(c - 127 + 126 - K) in both halves. */
+QMM__HD uint32_t qmm__mxfp4_factor(uint32_t c, int off) { return qmm__mxfp4_factor2(c * 0x00010001u, qmm__mxfp4_bias(off)); }
 
 /* 2^120 in both halves: turns an E4M3 decode into the exact E4M3 value. */
 #define QMM__FP8_FACTOR 0x7b807b80u

@@ -18,7 +18,7 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
     p.k = (int)w->k;
     p.strips = (int)w->strips;
     p.chunks = (int)w->chunks;
-    p.mx_bias = (uint32_t)(w->mx_off * 128) * 0x00010001u; /* see qmm__mxfp4_factor */
+    p.mx_bias = qmm__mxfp4_bias(w->mx_off);
     p.e = *e;
     p.mtiles = (int)((m + 8 * (size_t)nb - 1) / (8 * (size_t)nb));
     p.partials = partials;

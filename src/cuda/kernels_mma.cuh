@@ -53,7 +53,7 @@ struct mma_params {
     size_t lda;
     int m, n, k;
     int strips, chunks, cps, splits, mtiles;
-    uint32_t mx_bias; /* MXFP4: the factor offset (126 - K) << 7 in both halves */
+    uint32_t mx_bias; /* MXFP4: qmm__mxfp4_bias of the weight */
     int aligned;      /* A rows and base 16-byte aligned: whole pieces load with one 16-byte load */
     float *partials;
     unsigned *counters;
@@ -160,14 +160,14 @@ __device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2
     uint32_t fx0 = 0, fx1 = 0, fy0 = 0, fy1 = 0;
     if constexpr (ENC == QMM__ENC_NVFP4) {
         /* factors of k-tiles (0, 2) and (1, 3), row g (x) and row g + 8 (y) */
-        fx0 = (sc.x & 0x00ff00ffu) * 16u + 0x76007600u;
-        fx1 = ((sc.x >> 8) & 0x00ff00ffu) * 16u + 0x76007600u;
-        fy0 = (sc.y & 0x00ff00ffu) * 16u + 0x76007600u;
-        fy1 = ((sc.y >> 8) & 0x00ff00ffu) * 16u + 0x76007600u;
+        fx0 = qmm__nvfp4_factor2(sc.x & 0x00ff00ffu);
+        fx1 = qmm__nvfp4_factor2((sc.x >> 8) & 0x00ff00ffu);
+        fy0 = qmm__nvfp4_factor2(sc.y & 0x00ff00ffu);
+        fy1 = qmm__nvfp4_factor2((sc.y >> 8) & 0x00ff00ffu);
     } else if constexpr (ENC == QMM__ENC_MXFP4) {
         /* (row g, row g + 8) factors of the first and the second 32-column block */
-        fx0 = (sc.x & 0x00ff00ffu) * 128u + p.mx_bias;
-        fx1 = ((sc.x >> 8) & 0x00ff00ffu) * 128u + p.mx_bias;
+        fx0 = qmm__mxfp4_factor2(sc.x & 0x00ff00ffu, p.mx_bias);
+        fx1 = qmm__mxfp4_factor2((sc.x >> 8) & 0x00ff00ffu, p.mx_bias);
     }
 #pragma unroll
     for (int gi = 0; gi < groups; gi++) {

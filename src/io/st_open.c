@@ -69,35 +69,30 @@ static int qmm__cmp_by_name_ctx(const qmm__st_tensor *t, size_t a, size_t b)
     return strcmp(t[a].name, t[b].name);
 }
 
+/* Moves idx[root] down the heap idx[0 .. n) ordered by name. */
+static void qmm__st_sift_down(const qmm__st_tensor *t, size_t *idx, size_t root, size_t n)
+{
+    for (;;) {
+        size_t child = 2 * root + 1;
+        if (child >= n) return;
+        if (child + 1 < n && qmm__cmp_by_name_ctx(t, idx[child], idx[child + 1]) < 0) child++;
+        if (qmm__cmp_by_name_ctx(t, idx[root], idx[child]) >= 0) return;
+        const size_t tmp = idx[root];
+        idx[root] = idx[child];
+        idx[child] = tmp;
+        root = child;
+    }
+}
+
 /* Heap sort of the name index: qsort has no context argument and global state is avoided. */
 static void qmm__st_sort_names(const qmm__st_tensor *t, size_t *idx, size_t n)
 {
-    for (size_t start = n / 2; start-- > 0;) {
-        for (size_t root = start;;) {
-            size_t child = 2 * root + 1;
-            if (child >= n) break;
-            if (child + 1 < n && qmm__cmp_by_name_ctx(t, idx[child], idx[child + 1]) < 0) child++;
-            if (qmm__cmp_by_name_ctx(t, idx[root], idx[child]) >= 0) break;
-            size_t tmp = idx[root];
-            idx[root] = idx[child];
-            idx[child] = tmp;
-            root = child;
-        }
-    }
+    for (size_t start = n / 2; start-- > 0;) qmm__st_sift_down(t, idx, start, n);
     for (size_t end = n; end-- > 1;) {
-        size_t tmp = idx[0];
+        const size_t tmp = idx[0];
         idx[0] = idx[end];
         idx[end] = tmp;
-        for (size_t root = 0;;) {
-            size_t child = 2 * root + 1;
-            if (child >= end) break;
-            if (child + 1 < end && qmm__cmp_by_name_ctx(t, idx[child], idx[child + 1]) < 0) child++;
-            if (qmm__cmp_by_name_ctx(t, idx[root], idx[child]) >= 0) break;
-            size_t s = idx[root];
-            idx[root] = idx[child];
-            idx[child] = s;
-            root = child;
-        }
+        qmm__st_sift_down(t, idx, 0, end);
     }
 }
 

@@ -12,10 +12,6 @@
 
 #define QMM__GEMV_ROWS 8 /* rows of A per pass over a tile */
 
-/* Bytes of one group of 64 k in a tile, data and block scales. */
-#define QMM__GROUP_DATA(kind) ((kind) == QMM__KIND_BF16 ? 2048 : (kind) == QMM__KIND_FP8 ? 1024 : 512)
-#define QMM__GROUP_SCALES(kind) ((kind) == QMM__KIND_NVFP4 ? 64 : (kind) == QMM__KIND_MXFP4 ? 32 : 0)
-
 /* One group: k in [k0, k0 + 64) of the rows arow[0 .. MG). acc[i][0..1]: two partial sums per row. */
 QMM__INLINE void qmm__gemv_group(const int kind, const int dot, const int MG, const uint8_t *td, const uint8_t *ts,
                                  const void *const *arow, size_t k0, __m512 acc[][2])

@@ -98,8 +98,7 @@ QMM__INLINE void qmm__panel2_group(const int kind, const uint8_t *td, const uint
 
 QMM__INLINE void qmm__panel2_fill(const int kind, const qmm__cpu_weight *w, size_t col0, size_t k0, size_t kc, uint16_t *panel)
 {
-    const size_t gd = kind == QMM__KIND_BF16 ? 2048 : kind == QMM__KIND_FP8 ? 1024 : 512;
-    const size_t gs = kind == QMM__KIND_NVFP4 ? 64 : kind == QMM__KIND_MXFP4 ? 32 : 0;
+    const size_t gd = QMM__GROUP_DATA(kind), gs = QMM__GROUP_SCALES(kind);
     for (size_t th = 0; th < 2; th++) {
         const size_t t = col0 / QMM__TILE_ROWS + th;
         for (size_t g = k0 / QMM__KGROUP; g < (k0 + kc) / QMM__KGROUP; g++) {

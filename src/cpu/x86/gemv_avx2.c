@@ -71,8 +71,7 @@ QMM__INLINE void qmm__gemv2_rows(const int kind, const int MG, const qmm__cpu_ge
 {
     const qmm__cpu_weight *w = x->w;
     const size_t k = w->k, full = k / QMM__KGROUP, groups = w->kp / QMM__KGROUP;
-    const size_t gd = kind == QMM__KIND_BF16 ? 2048 : kind == QMM__KIND_FP8 ? 1024 : 512;
-    const size_t gs = kind == QMM__KIND_NVFP4 ? 64 : kind == QMM__KIND_MXFP4 ? 32 : 0;
+    const size_t gd = QMM__GROUP_DATA(kind), gs = QMM__GROUP_SCALES(kind);
     const uint8_t *td = w->data + t * w->tile_bytes, *ts = gs ? w->scales + t * w->tile_scale_bytes : NULL;
     const float *arow[QMM__GEMV2_ROWS];
     _Alignas(32) float buf[QMM__GEMV2_ROWS][QMM__KGROUP];
