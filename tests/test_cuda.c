@@ -94,7 +94,7 @@ static void test_chunked_materialize(void)
         }
         mm_case odd = {QMM_FORMAT_NVFP4, 517, 999, 1003, QMM_DTYPE_BF16, QMM_DTYPE_BF16, 0, QMM_ACT_RELU, 3, 5};
         mm_check(mid, ref, &odd, "chunked materialize, large M, odd sizes");
-        /* the same case varied one factor at a time (BENCHMARKS.md, Known bug): without chunks (the
+        /* the same case varied one factor at a time (BENCHMARKS.md, Fixed bug): without chunks (the
          * default workspace), small M, even K, no padding, no activation, fp32 output */
         mm_check(ctx, ref, &odd, "materialize, large M, odd sizes, one chunk");
         mm_case v = odd;

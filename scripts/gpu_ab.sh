@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# A/B on the lent GPU machine: the working tree (A) against a copy of it with some files replaced (B),
+# both built for sm_90a, each through `ctest -L cuda` (optional) and the same benchmark, in one process
+# after the other on the same machine. Logs go to $OUT.
+# Usage: scripts/gpu_ab.sh [--test] "DST=SRC[,DST=SRC...]" BENCH_ARGS...
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+start=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
+run_tests=0
+if [ "${1:-}" = "--test" ]; then run_tests=1; shift; fi
+swaps=$1; shift
+alt=/tmp/qmm_b
+rm -rf "$alt" && mkdir -p "$alt" && tar --exclude='./build*' --exclude=./out -cf - . | tar -xf - -C "$alt"
+IFS=, read -ra pairs <<< "$swaps"
+for pr in "${pairs[@]}"; do cp "${pr#*=}" "$alt/${pr%%=*}"; done
+stamp "build A and B"
+conf() { cmake -S "$1" -B "$1/build-gpu" -DCMAKE_BUILD_TYPE=Release -DQMM_CUDA=ON -DQMM_WERROR=ON \
+  "-DQMM_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" && cmake --build "$1/build-gpu" -j 8 --target qmm test_cuda; }
+conf . > "$OUT/build_a.log" 2>&1 & pa=$!
+conf "$alt" > "$OUT/build_b.log" 2>&1 & pb=$!
+wait $pa; ra=$?; wait $pb; rb=$?
+if [ $ra -ne 0 ] || [ $rb -ne 0 ]; then grep -hE "error" "$OUT"/build_*.log | head -40; exit 1; fi
+for v in a b; do
+  d=.; [ $v = b ] && d=$alt
+  if [ $run_tests = 1 ]; then
+    stamp "ctest -L cuda ($v)"
+    ctest --test-dir "$d/build-gpu" -L cuda --output-on-failure > "$OUT/ctest_$v.log" 2>&1
+    echo "ctest $v rc=$?"; grep -E "tests passed|FAIL|CHECK" "$OUT/ctest_$v.log" | head -20
+  fi
+  stamp "bench ($v) $*"
+  "$d/build-gpu/qmm" bench --backend cuda --json "$@" > "$OUT/bench_$v.jsonl" 2> "$OUT/bench_$v.err"
+  echo "bench $v rc=$?"; head -3 "$OUT/bench_$v.err"
+done
+python3 scripts/bench_ab.py "$OUT/bench_a.jsonl" "$OUT/bench_b.jsonl" | tee "$OUT/ab.txt"
+stamp "done"
