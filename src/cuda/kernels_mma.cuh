@@ -147,13 +147,12 @@ __device__ __forceinline__ uint32_t hi_hi(uint32_t x)
 }
 
 /* One weight tile of this lane against the staged activations: decode the 16 bytes into fragments,
- * multiply by the block factors, and accumulate with NB groups of 8 rows of A. rp[nb] points at this
- * lane's words of the tile's columns in the staged row of group nb (plane 1, the fp16 low parts,
- * `plane_words` further). With CHAINS = 2 the even and odd k-tiles go to two accumulator sets, halving
+ * multiply by the block factors, and accumulate with NB groups of 8 rows of A. bfetch(nb, gi, plane)
+ * gives this lane's B fragments of the tile's 32-column group gi for row group nb (plane 1: the fp16
+ * low parts): b0, b1 of the group's first k-tile, then of its second. With CHAINS = 2 the even and odd k-tiles go to two accumulator sets, halving
  * the dependent MMA chain of the one-group GEMV. */
-template <int ENC, bool FP16A, int NB, int CHAINS>
-__device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2 sc, const uint32_t *const (&rp)[NB],
-                                             int plane_words, float (&acc)[CHAINS][NB][4])
+template <int ENC, bool FP16A, int NB, int CHAINS, typename BF>
+__device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uint2 sc, BF bfetch, float (&acc)[CHAINS][NB][4])
 {
     constexpr int groups = enc_traits<ENC>::tile_k / 32; /* 32-column groups: one 16-byte B load each */
     const uint32_t w[4] = {d.x, d.y, d.z, d.w};
@@ -174,8 +173,8 @@ __device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2
         uint4 b[NB], bl[NB];
 #pragma unroll
         for (int nb = 0; nb < NB; nb++) {
-            b[nb] = *reinterpret_cast<const uint4 *>(rp[nb] + gi * 16);
-            if (FP16A) bl[nb] = *reinterpret_cast<const uint4 *>(rp[nb] + gi * 16 + plane_words);
+            b[nb] = bfetch(nb, gi, 0);
+            if (FP16A) bl[nb] = bfetch(nb, gi, 1);
         }
 #pragma unroll
         for (int h = 0; h < 2; h++) {
@@ -211,6 +210,18 @@ __device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2
         }
     }
 }
+/* compute_tile_b with the B fragments from the permuted staging of the STEP and WHOLE variants: rp[nb]
+ * points at this lane's words of the tile's columns in the staged row of group nb (plane 1, the fp16
+ * low parts, `plane_words` further). */
+template <int ENC, bool FP16A, int NB, int CHAINS>
+__device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2 sc, const uint32_t *const (&rp)[NB],
+                                             int plane_words, float (&acc)[CHAINS][NB][4])
+{
+    compute_tile_b<ENC, FP16A, NB, CHAINS>(
+        p, d, sc,
+        [&](int nb, int gi, int plane) { return *reinterpret_cast<const uint4 *>(rp[nb] + gi * 16 + plane * plane_words); }, acc);
+}
+
 /* The end of a unit: the epilogue directly, or split-K partials and the last arrival's reduction. */
 template <int NB, int CHAINS>
 __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&acc)[CHAINS][NB][4], int strip, int split,
@@ -464,6 +475,129 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
     finish_unit<NB, CHAINS>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
 }
 
+/* PIPE (fused path, NB >= 2, bf16 activations whose rows are 16-byte aligned): activations copied into
+ * shared memory by cp.async in row-major stages of 4 weight tiles (256 columns of E2M1, 128 of E4M3),
+ * kPipeStages deep, so no register holds them on the way and a barrier comes every 4 tiles; the B
+ * fragments are read with ldmatrix.x4 (two k-tiles per instruction, in the order compute_tile_b takes).
+ * Rows are padded by 8 columns (16 bytes), so the 8 rows of one 8x8 matrix hit 8 different 16-byte
+ * bank groups. The MMAs are those of the other variants in the same order, so the bits are too. */
+constexpr int kPipeStages = 3;
+constexpr int kPipeTiles = 4; /* weight tiles per stage, also the depth of the weight ring */
+
+template <int ENC, int NB>
+struct pipe_config {
+    static constexpr int rows = 8 * NB;
+    static constexpr int cols = kPipeTiles * enc_traits<ENC>::tile_k; /* columns of A per stage */
+    static constexpr int stride = cols + 8;                              /* bf16 per staged row */
+    static constexpr int stage_elems = rows * stride;
+    static constexpr int bytes = kPipeStages * stage_elems * 2;
+    static constexpr int pieces = rows * cols / 8; /* 16-byte copies per stage */
+    static constexpr int per_thread = (pieces + kThreads - 1) / kThreads;
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* 16 bytes from global to shared, the last 16 - src_bytes of them zero. */
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ uint4 ldmatrix_x4(uint32_t addr)
+{
+    uint4 r;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "r"(addr));
+    return r;
+}
+
+template <int ENC, int NB>
+__global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel_pipe(mma_params p)
+{
+    using cfg = pipe_config<ENC, NB>;
+    using tr = enc_traits<ENC>;
+    constexpr int D = kPipeTiles, ST = tr::scale_tile;
+    extern __shared__ __align__(16) uint16_t smem_a[];
+    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2;
+    const unit_info u = unit_of(p);
+    const int c0 = u.c0, n = u.c1 - u.c0;
+    const int steps = (n + D - 1) / D;
+    const int m0 = u.mtile * cfg::rows;
+    const int kbase = c0 * tr::tile_k;
+
+    /* stage s: columns kbase + s * cols .. of rows m0 .. m0 + rows, into slot s % kPipeStages */
+    auto issue = [&](int s) {
+        if (s < steps) {
+            uint16_t *slot = smem_a + (s % kPipeStages) * cfg::stage_elems;
+#pragma unroll
+            for (int i = 0; i < cfg::per_thread; i++) {
+                const int v = tid + i * kThreads;
+                if (cfg::pieces % kThreads != 0 && v >= cfg::pieces) continue;
+                const int r = v / (cfg::cols / 8), col = (v % (cfg::cols / 8)) * 8;
+                const int gk = kbase + s * cfg::cols + col, gr = m0 + r;
+                const int valid = gr < p.m && gk < p.k ? min(8, p.k - gk) * 2 : 0;
+                const uint16_t *src = valid ? p.a + (size_t)gr * p.lda + gk : p.a;
+                cp_async16(smem_addr(slot + r * cfg::stride + col), src, valid);
+            }
+        }
+        cp_async_commit(); /* an empty group past the end keeps the counting uniform */
+    };
+
+    const size_t first = ((size_t)(u.active ? u.strip : 0) * p.chunks + c0);
+    const uint4 *dq = p.data + first * 32 + lane;
+    const uint8_t *sq = p.scales ? p.scales + first * ST + g * tr::scale_lane : nullptr;
+    uint4 ring[D];
+    uint2 sring[D];
+#pragma unroll
+    for (int q = 0; q < D; q++)
+        if (u.active && q < n) {
+            ring[q] = __ldcs(dq + q * 32);
+            sring[q] = load_scales<ENC>(sq + q * ST);
+        }
+#pragma unroll
+    for (int s = 0; s < kPipeStages - 1; s++) issue(s);
+
+    float acc[1][NB][4];
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++) acc[0][nb][0] = acc[0][nb][1] = acc[0][nb][2] = acc[0][nb][3] = 0.0f;
+    /* this lane's ldmatrix row address in a slot: matrix j = lane / 8 (columns 8j ..), row lane % 8 */
+    const uint32_t a_lane = smem_addr(smem_a) + (uint32_t)(((lane & 7) * cfg::stride + (lane >> 3) * 8) * 2);
+
+    for (int s = 0; s < steps; s++) {
+        cp_async_wait<kPipeStages - 2>();
+        __syncthreads(); /* stage s is in; every warp is done with the slot the next issue overwrites */
+        issue(s + kPipeStages - 1);
+        if (!u.active) continue;
+        const uint32_t a_slot = a_lane + (uint32_t)((s % kPipeStages) * cfg::stage_elems * 2);
+        const bool full = (s + 2) * D <= n; /* the next step's tiles all exist: loads without predicates */
+#pragma unroll
+        for (int q = 0; q < D; q++) {
+            const int c = s * D + q;
+            if (!full && c >= n) break;
+            const uint4 d = ring[q];
+            const uint2 sc = sring[q];
+            if (full || c + D < n) {
+                ring[q] = __ldcs(dq + (D + q) * 32);
+                sring[q] = load_scales<ENC>(sq + (D + q) * ST);
+            }
+            compute_tile_b<ENC, false, NB, 1>(
+                p, d, sc,
+                [&](int nb, int gi, int) {
+                    return ldmatrix_x4(a_slot + (uint32_t)((nb * 8 * cfg::stride + q * tr::tile_k + gi * 32) * 2));
+                },
+                acc);
+        }
+        dq += D * 32;
+        if (ST) sq += D * ST;
+    }
+    cp_async_wait<0>();
+    if (u.active) finish_unit<NB, 1>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
+}
+
 /* The split of K: a function of the weight's shape and the SM count only, never of M or of the kernel
  * variant, so every row's sums are grouped the same way whatever the batch (batch invariance) and on
  * both tensor-core paths. Cost model, fitted to the GEMV on the H200 (NVFP4, M = 1 and 8, splits 1 to
@@ -501,6 +635,10 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         if constexpr (NB <= 2)
             if (e == cudaSuccess)
                 e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, kWholeMax);
+        if constexpr (!FP16A && NB >= 2)
+            if (e == cudaSuccess)
+                e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         pipe_config<ENC, NB>::bytes);
         if (e != cudaSuccess) return e;
         configured = true;
     }
@@ -516,8 +654,13 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     const int srows = whole_rows(cfg::rows, p.m < cfg::rows ? p.m : cfg::rows);
     const size_t whole = (size_t)cfg::planes * srows * (size_t)whole_stride(p.cps * enc_traits<ENC>::tile_k) * 4;
     bool launched = false;
+    if constexpr (!FP16A && NB >= 2)
+        if (p.aligned) {
+            mma_kernel_pipe<ENC, NB><<<(unsigned)grid, kThreads, pipe_config<ENC, NB>::bytes, s>>>(p);
+            launched = true;
+        }
     if constexpr (NB <= 2)
-        if (whole <= (size_t)kWholeMax) {
+        if (!launched && whole <= (size_t)kWholeMax) {
             mma_kernel_whole<ENC, FP16A, NB><<<(unsigned)grid, kThreads, whole, s>>>(p);
             launched = true;
         }
