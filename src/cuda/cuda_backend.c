@@ -49,16 +49,20 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  * Per encoding: the largest M for the GEMV path (the tensor-core kernel with one 8-row group of A), and
  * for the fused path (16-, 32- or 64-row groups), which is larger for weights of at least
  * fused_large_elements; above, materialize. Measured on an H200 with `qmm bench --path fused` against
- * `--path materialize` over the default shapes (2026-11-29, BENCHMARKS.md): fused is faster up to M = 32
- * on every shape and at M = 64 on the three shapes of 113 M elements or more (8192 x 28672: 247 us
- * against 413 us), materialize from M = 128 (28672 x 8192, NVFP4: 409 us against 470 us). */
+ * `--path materialize` over the default shapes (2026-11-30, BENCHMARKS.md): fused is faster up to M = 64
+ * on every shape (4096 x 14336 NVFP4: 66 us against 109), materialize from M = 128 on the two shapes of
+ * 59 M elements (114 against 110 us); on the three of 113 M elements and more fused is faster at M = 128
+ * (28672 x 8192 NVFP4: 252 against 411 us; FP8 on 6144 x 18432 only from 235 M: 227 against 197) and
+ * materialize at M = 256 on two of the three (8192 x 28672 NVFP4: 499 against 460). FP8 at M = 9..16 on
+ * the two shapes of 235 M elements runs faster on the GEMV path (two 8-row tiles of A: 100 against 139 us
+ * at M = 16 on 28672 x 8192) than on the fused one, whose one-wave split is short of bytes in flight. */
 static const struct {
     qmm__cuda_encoding enc;
-    size_t gemv_max_m, fused_max_m, fused_max_m_large, fused_large_elements;
+    size_t gemv_max_m, gemv_max_m_large, fused_max_m, fused_max_m_large, fused_large_elements;
 } qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 32, 64, (size_t)100 << 20},
-    {QMM__ENC_MXFP4, 8, 32, 64, (size_t)100 << 20},
-    {QMM__ENC_FP8, 8, 32, 64, (size_t)100 << 20},
+    {QMM__ENC_NVFP4, 8, 8, 64, 128, (size_t)100 << 20},
+    {QMM__ENC_MXFP4, 8, 8, 64, 128, (size_t)100 << 20},
+    {QMM__ENC_FP8, 8, 16, 64, 128, (size_t)200 << 20},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
@@ -67,10 +71,10 @@ static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
     const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)w->prepared;
     for (size_t i = 0; i < sizeof qmm__cuda_thresholds / sizeof qmm__cuda_thresholds[0]; i++)
         if (qmm__cuda_thresholds[i].enc == p->enc) {
-            if (m <= qmm__cuda_thresholds[i].gemv_max_m) return QMM_PATH_GEMV;
-            const size_t fmax = p->n * p->k >= qmm__cuda_thresholds[i].fused_large_elements ? qmm__cuda_thresholds[i].fused_max_m_large
-                                                                                          : qmm__cuda_thresholds[i].fused_max_m;
-            return m <= fmax ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
+            const bool large = p->n * p->k >= qmm__cuda_thresholds[i].fused_large_elements;
+            if (m <= (large ? qmm__cuda_thresholds[i].gemv_max_m_large : qmm__cuda_thresholds[i].gemv_max_m)) return QMM_PATH_GEMV;
+            return m <= (large ? qmm__cuda_thresholds[i].fused_max_m_large : qmm__cuda_thresholds[i].fused_max_m) ? QMM_PATH_FUSED
+                                                                                                                 : QMM_PATH_MATERIALIZE;
         }
     return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
 }

@@ -23,16 +23,21 @@
  * bumped once per ring turn, the block factors of two k-tiles are built in one register and selected
  * by half (the selection folds into the bf16 multiply), and the B fragments come four words at a time.
  *
+ * PIPE variant (fused path, NB >= 2, bf16 activations in 16-byte aligned rows): activations copied
+ * by cp.async into row-major stages of 4 weight tiles, 3 deep, read as B fragments by ldmatrix.x4.
+ *
  * Split-K where the strips cannot fill the GPU; partials are reduced deterministically by the last unit
  * of each (M tile, strip) to arrive (an atomic counter it resets), in split order, which also applies
- * the epilogue. The split and the tiling do not depend on M within a kernel variant, and both variants
- * run the same MMAs in the same order, so row m of C is the same whatever the other rows of A. M tiles
- * of one range of W are adjacent in the grid, so they run together and share W through L2. */
+ * the epilogue. The split depends on the path (GEMV or fused) and the weight's shape, never on M, and
+ * all variants run the same MMAs in the same order, so on one path row m of C is the same whatever the
+ * other rows of A. M tiles of one range of W are adjacent in the grid, so they run together and share W
+ * through L2. */
 #ifndef QMM_CUDA_KERNELS_MMA_CUH
 #define QMM_CUDA_KERNELS_MMA_CUH
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <type_traits>
 
 #include "decode.h"
@@ -476,23 +481,27 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
 }
 
 /* PIPE (fused path, NB >= 2, bf16 activations whose rows are 16-byte aligned): activations copied into
- * shared memory by cp.async in row-major stages of 4 weight tiles (256 columns of E2M1, 128 of E4M3),
- * kPipeStages deep, so no register holds them on the way and a barrier comes every 4 tiles; the B
+ * shared memory by cp.async in row-major stages of 4 weight tiles (8 for NB = 2), kPipeStages deep, so
+ * no register holds them on the way and a barrier comes once a stage; the B
  * fragments are read with ldmatrix.x4 (two k-tiles per instruction, in the order compute_tile_b takes).
  * Rows are padded by 8 columns (16 bytes), so the 8 rows of one 8x8 matrix hit 8 different 16-byte
  * bank groups. The MMAs are those of the other variants in the same order, so the bits are too. */
 constexpr int kPipeStages = 3;
-constexpr int kPipeTiles = 4; /* weight tiles per stage, also the depth of the weight ring */
 
 template <int ENC, int NB>
 struct pipe_config {
     static constexpr int rows = 8 * NB;
-    static constexpr int cols = kPipeTiles * enc_traits<ENC>::tile_k; /* columns of A per stage */
+    /* weight tiles per stage, also the depth of each lane's weight ring: 8 for one 16-row tile of A, whose
+     * short per-tile work needs more weight bytes in flight (the fused split fills one wave, about 14
+     * warps per SM), 4 for the taller tiles */
+    static constexpr int tiles = NB == 2 ? 8 : 4;
+    static constexpr int cols = tiles * enc_traits<ENC>::tile_k; /* columns of A per stage */
     static constexpr int stride = cols + 8;                              /* bf16 per staged row */
     static constexpr int stage_elems = rows * stride;
     static constexpr int bytes = kPipeStages * stage_elems * 2;
     static constexpr int pieces = rows * cols / 8; /* 16-byte copies per stage */
-    static constexpr int per_thread = (pieces + kThreads - 1) / kThreads;
+    static_assert(pieces % kThreads == 0 && kThreads % (cols / 8) == 0, "whole passes of rows per stage");
+    static constexpr int per_thread = pieces / kThreads;
 };
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
@@ -516,11 +525,11 @@ __device__ __forceinline__ uint4 ldmatrix_x4(uint32_t addr)
 }
 
 template <int ENC, int NB>
-__global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel_pipe(mma_params p)
+__global__ void __launch_bounds__(kThreads, 2) mma_kernel_pipe(mma_params p)
 {
     using cfg = pipe_config<ENC, NB>;
     using tr = enc_traits<ENC>;
-    constexpr int D = kPipeTiles, ST = tr::scale_tile;
+    constexpr int D = cfg::tiles, ST = tr::scale_tile;
     extern __shared__ __align__(16) uint16_t smem_a[];
     const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2;
     const unit_info u = unit_of(p);
@@ -529,20 +538,26 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel_pipe(mma
     const int m0 = u.mtile * cfg::rows;
     const int kbase = c0 * tr::tile_k;
 
-    /* stage s: columns kbase + s * cols .. of rows m0 .. m0 + rows, into slot s % kPipeStages */
+    /* stage s: columns kbase + s * cols .. of rows m0 .. m0 + rows, into slot s % kPipeStages. Thread
+     * tid copies 16 bytes at column colt of rows row0 + i * kRowsPass: one source pointer and one
+     * byte count per stage. Rows past M are not copied (their stale words only reach their own output
+     * rows, which are never stored); columns past K are zero-filled (the weight's padding codes are 0,
+     * and 0 times a stale NaN would not be). */
+    constexpr int P = cfg::cols / 8, kRowsPass = kThreads / P;
+    const int row0 = tid / P, colt = (tid % P) * 8;
+    const int nvalid = p.m - m0 - row0 <= 0 ? 0 : (p.m - m0 - row0 + kRowsPass - 1) / kRowsPass;
+    const uint16_t *arow = p.a + (size_t)min(m0 + row0, p.m - 1) * p.lda;
+    const size_t rstride_bytes = (size_t)kRowsPass * p.lda * 2;
+    const uint32_t dst0 = smem_addr(smem_a + row0 * cfg::stride + colt);
     auto issue = [&](int s) {
         if (s < steps) {
-            uint16_t *slot = smem_a + (s % kPipeStages) * cfg::stage_elems;
+            const int gk = kbase + s * cfg::cols + colt;
+            const int bytes = gk < p.k ? min(8, p.k - gk) * 2 : 0;
+            const char *src = reinterpret_cast<const char *>(arow + (gk < p.k ? gk : 0));
+            const uint32_t dst = dst0 + (uint32_t)((s % kPipeStages) * cfg::stage_elems * 2);
 #pragma unroll
-            for (int i = 0; i < cfg::per_thread; i++) {
-                const int v = tid + i * kThreads;
-                if (cfg::pieces % kThreads != 0 && v >= cfg::pieces) continue;
-                const int r = v / (cfg::cols / 8), col = (v % (cfg::cols / 8)) * 8;
-                const int gk = kbase + s * cfg::cols + col, gr = m0 + r;
-                const int valid = gr < p.m && gk < p.k ? min(8, p.k - gk) * 2 : 0;
-                const uint16_t *src = valid ? p.a + (size_t)gr * p.lda + gk : p.a;
-                cp_async16(smem_addr(slot + r * cfg::stride + col), src, valid);
-            }
+            for (int i = 0; i < cfg::per_thread; i++, src += rstride_bytes)
+                if (i < nvalid) cp_async16(dst + (uint32_t)(i * kRowsPass * cfg::stride * 2), src, bytes);
         }
         cp_async_commit(); /* an empty group past the end keeps the counting uniform */
     };
@@ -598,9 +613,9 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel_pipe(mma
     if (u.active) finish_unit<NB, 1>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
 }
 
-/* The split of K: a function of the weight's shape and the SM count only, never of M or of the kernel
- * variant, so every row's sums are grouped the same way whatever the batch (batch invariance) and on
- * both tensor-core paths. Cost model, fitted to the GEMV on the H200 (NVFP4, M = 1 and 8, splits 1 to
+/* The split of K on the GEMV path (NB = 1): a function of the weight's shape and the SM count only,
+ * never of M or of the kernel variant, so every row's sums are grouped the same way whatever the batch
+ * (batch invariance). Cost model, fitted to the GEMV on the H200 (NVFP4, M = 1 and 8, splits 1 to
  * 8 forced on four default shapes): the busiest SM runs ceil(CTAs / SMs) CTAs one after another, four
  * at a time, and fewer than four resident CTAs leave it as slow as four would (too few warps to cover
  * the latency), so the time goes as max(ceil(CTAs / SMs), 4) * (tiles per split + 4), the 4 standing
@@ -619,6 +634,26 @@ static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
         const long long per_sm = (groups * sp + sm_count - 1) / sm_count;
         const long long cost = (per_sm > 4 ? per_sm : 4) * (cps + 4);
         if (best_cost < 0 || cost < best_cost) best_cost = cost, best = sp;
+    }
+    return best;
+}
+
+/* The split of K on the fused path (NB >= 2): the most splits whose CTAs still fit in one wave of two
+ * per SM (the PIPE variant's occupancy), at least one. Measured on the H200 (NVFP4, forced splits,
+ * 2026-11-30): on (28672, 8192) one split against the GEMV model's four gives M = 64 131 against 189 us
+ * and M = 128 251 against 314 (M = 16 83 against 71); on (4096, 14336) eight against sixteen gives
+ * M = 16 24 against 32 us and M = 64 66 against 95. A second wave of short CTAs costs more than the
+ * latency it hides once the MMAs dominate. A function of the shape and the SM count only, like
+ * split_for, so the fused path is batch invariant across its tile heights. */
+static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
+{
+    const int groups = (strips + kWarps - 1) / kWarps;
+    const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
+    int best = 1;
+    for (int sp = 2; sp <= max_splits && sp <= 16; sp++) {
+        const int cps = (chunks + sp - 1) / sp;
+        if ((chunks + cps - 1) / cps != sp) continue; /* no empty splits */
+        if ((long long)groups * sp <= 2LL * sm_count) best = sp;
     }
     return best;
 }
@@ -642,7 +677,10 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         if (e != cudaSuccess) return e;
         configured = true;
     }
-    int splits = split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
+    /* QMM_CUDA_SPLITS (a tuning knob for benchmarks, not for use): the split of K, forced */
+    static const int forced_splits = std::getenv("QMM_CUDA_SPLITS") ? std::atoi(std::getenv("QMM_CUDA_SPLITS")) : 0;
+    int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
+                                          : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
     const size_t mstride = p.m < cfg::rows ? (size_t)p.m : (size_t)cfg::rows;
     /* a workspace too small for the partials: fewer splits (only then can a row's bits depend on M) */
     while (splits > 1 && ((size_t)p.mtiles * p.strips * splits * mstride * 16 > partial_floats ||
@@ -653,15 +691,17 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     const long long grid = (long long)((p.strips + kWarps - 1) / kWarps) * p.splits * p.mtiles;
     const int srows = whole_rows(cfg::rows, p.m < cfg::rows ? p.m : cfg::rows);
     const size_t whole = (size_t)cfg::planes * srows * (size_t)whole_stride(p.cps * enc_traits<ENC>::tile_k) * 4;
+    /* WHOLE where it fits (NB <= 2; at M = 16 it beat PIPE on 3 of the 5 default shapes by 2-12%), then
+     * PIPE (bf16 activations in 16-byte aligned rows; 20-35% faster than STEP at M = 32..256), then STEP */
     bool launched = false;
-    if constexpr (!FP16A && NB >= 2)
-        if (p.aligned) {
-            mma_kernel_pipe<ENC, NB><<<(unsigned)grid, kThreads, pipe_config<ENC, NB>::bytes, s>>>(p);
+    if constexpr (NB <= 2)
+        if (whole <= (size_t)kWholeMax) {
+            mma_kernel_whole<ENC, FP16A, NB><<<(unsigned)grid, kThreads, whole, s>>>(p);
             launched = true;
         }
-    if constexpr (NB <= 2)
-        if (!launched && whole <= (size_t)kWholeMax) {
-            mma_kernel_whole<ENC, FP16A, NB><<<(unsigned)grid, kThreads, whole, s>>>(p);
+    if constexpr (!FP16A && NB >= 2)
+        if (!launched && p.aligned) {
+            mma_kernel_pipe<ENC, NB><<<(unsigned)grid, kThreads, pipe_config<ENC, NB>::bytes, s>>>(p);
             launched = true;
         }
     if (!launched) mma_kernel<ENC, FP16A, NB><<<(unsigned)grid, kThreads, cfg::bytes, s>>>(p);

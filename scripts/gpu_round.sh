@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One tuning round on the lent GPU machine: build (sm_90a), ctest -L cuda, then benchmarks given as
+# arguments, each "NAME|ENV|BENCH_ARGS" (ENV may be empty, e.g. "QMM_CUDA_SPLITS=2"); a summary of each.
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+start=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
+stamp build
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DQMM_CUDA=ON -DQMM_WERROR=ON \
+  "-DQMM_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" > "$OUT/build.log" 2>&1 &&
+  cmake --build build-gpu -j "$(nproc)" --target qmm test_cuda >> "$OUT/build.log" 2>&1 || { grep error "$OUT/build.log" | head; exit 1; }
+if [ "${NO_TEST:-0}" != 1 ]; then
+  stamp "ctest -L cuda"
+  ctest --test-dir build-gpu -L cuda --output-on-failure > "$OUT/ctest_cuda.log" 2>&1
+  echo "ctest rc=$?"; grep -E "tests passed|FAIL|CHECK" "$OUT/ctest_cuda.log" | head -20
+fi
+for spec in "$@"; do
+  IFS='|' read -r name envs args <<< "$spec"
+  stamp "bench $name: $envs $args"
+  env $envs build-gpu/qmm bench --backend cuda --json $args > "$OUT/bench_$name.jsonl" 2> "$OUT/bench_$name.err"
+  echo "rc=$?"; head -3 "$OUT/bench_$name.err"
+  python3 scripts/bench_summary.py "$OUT/bench_$name.jsonl" | grep -v "^bf16" | tail -n +3 | cut -c1-110
+done
+[ -f "$OUT/ctest_cuda.log" ] && grep -E "tests passed" "$OUT/ctest_cuda.log"
+stamp done
