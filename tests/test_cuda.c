@@ -70,6 +70,30 @@ static void test_types_and_epilogues(void)
     CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
 }
 
+/* Long K: the fused path's 16-row tiles cannot stage their whole K range at once, so every variant
+ * of the fused kernel runs: PIPE (bf16 activations in 16-byte aligned rows; on a build with the WG
+ * variant, that one) for 12 and 40 rows, STEP for fp16 activations and for unaligned rows. */
+static void test_long_k(void)
+{
+    char label[160];
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_FUSED));
+    for (int f = 0; f < 4; f++) {
+        static const struct {
+            size_t m, lda_pad;
+            qmm_dtype a;
+        } v[4] = {{12, 7, QMM_DTYPE_BF16}, {12, 0, QMM_DTYPE_FP16}, {40, 7, QMM_DTYPE_BF16}, {40, 0, QMM_DTYPE_BF16}};
+        for (int i = 0; i < 4; i++) {
+            mm_case c = {formats[f], v[i].m, 40, 70001, v[i].a, ctypes[harness_next() % 3], (int)(harness_next() % 2),
+                         (qmm_activation)(harness_next() % 5), v[i].lda_pad, 1};
+            snprintf(label, sizeof label, "fused long K, format %d, m %zu, lda %zu, %s", (int)formats[f], c.m, c.k + c.lda_pad,
+                     qmm_dtype_name(c.a_type));
+            mm_check(ctx, ref, &c, label);
+        }
+        mm_check_batch_invariance(ctx, formats[f], 40, 70000, 9, 30, "fused long K 9 vs 30 (16- and 32-row tiles)");
+    }
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
+}
+
 /* A workspace far smaller than the bf16 weight: materialize runs in chunks of rows. */
 static void test_chunked_materialize(void)
 {
@@ -290,6 +314,7 @@ int main(void)
     printf("test_cuda: %s\n", qmm_context_describe(ctx));
     test_paths_and_shapes();
     test_types_and_epilogues();
+    test_long_k();
     test_chunked_materialize();
     test_raw_encodings();
     test_batch_invariance();
