@@ -4,10 +4,7 @@
 # after the other on the same machine. Logs go to $OUT.
 # Usage: scripts/gpu_ab.sh [--test] "DST=SRC[,DST=SRC...]" BENCH_ARGS...
 set -uo pipefail
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-start=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
+. "$(dirname "$0")/gpu_lib.sh"
 run_tests=0
 if [ "${1:-}" = "--test" ]; then run_tests=1; shift; fi
 swaps=$1; shift
@@ -16,12 +13,10 @@ rm -rf "$alt" && mkdir -p "$alt" && tar --exclude='./build*' --exclude=./out -cf
 IFS=, read -ra pairs <<< "$swaps"
 for pr in "${pairs[@]}"; do cp "${pr#*=}" "$alt/${pr%%=*}"; done
 stamp "build A and B"
-conf() { cmake -S "$1" -B "$1/build-gpu" -DCMAKE_BUILD_TYPE=Release -DQMM_CUDA=ON -DQMM_WERROR=ON \
-  "-DQMM_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" && cmake --build "$1/build-gpu" -j 8 --target qmm test_cuda; }
-conf . > "$OUT/build_a.log" 2>&1 & pa=$!
-conf "$alt" > "$OUT/build_b.log" 2>&1 & pb=$!
+JOBS=8 gpu_build . build_a.log qmm test_cuda & pa=$!
+JOBS=8 gpu_build "$alt" build_b.log qmm test_cuda & pb=$!
 wait $pa; ra=$?; wait $pb; rb=$?
-if [ $ra -ne 0 ] || [ $rb -ne 0 ]; then grep -hE "error" "$OUT"/build_*.log | head -40; exit 1; fi
+if [ $ra -ne 0 ] || [ $rb -ne 0 ]; then exit 1; fi
 for v in a b; do
   d=.; [ $v = b ] && d=$alt
   if [ $run_tests = 1 ]; then

@@ -3,18 +3,11 @@
 # the benchmark. Full logs go to $OUT (seven files: the device tool brings back eight at most); the end
 # of stdout is a summary. Usage: scripts/gpu_check.sh [BENCH_ARGS...] (default: the full default benchmark).
 set -uo pipefail
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-start=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
+. "$(dirname "$0")/gpu_lib.sh"
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,memory.total --format=csv 2>&1
 stamp "configure + build"
-# sm_90a only: the H200 runs it, and the other targets only lengthen the build (CI builds them all).
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DQMM_CUDA=ON -DQMM_WERROR=ON \
-  "-DQMM_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" > "$OUT/build.log" 2>&1 &&
-  cmake --build build-gpu -j "$(nproc)" --target qmm test_cuda test_cuda_layout >> "$OUT/build.log" 2>&1
-if [ $? -ne 0 ]; then grep -E "error|Error" "$OUT/build.log" | head -40; exit 1; fi
+gpu_build . build.log qmm test_cuda test_cuda_layout || exit 1
 
 stamp "ctest -L cuda"
 ctest --test-dir build-gpu -L cuda --output-on-failure > "$OUT/ctest_cuda.log" 2>&1

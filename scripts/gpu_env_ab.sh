@@ -4,15 +4,10 @@
 # ENV_B, and their row-by-row comparison. Logs go to $OUT.
 # Usage: scripts/gpu_env_ab.sh "ENV_A" "ENV_B" BENCH_ARGS...   e.g. "QMM_CUDA_WGMMA=1" "QMM_CUDA_WGMMA=0"
 set -uo pipefail
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-start=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
+. "$(dirname "$0")/gpu_lib.sh"
 env_a=$1 env_b=$2; shift 2
 stamp build
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DQMM_CUDA=ON -DQMM_WERROR=ON \
-  "-DQMM_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" > "$OUT/build.log" 2>&1 &&
-  cmake --build build-gpu -j "$(nproc)" --target qmm test_cuda >> "$OUT/build.log" 2>&1 || { grep error "$OUT/build.log" | head; exit 1; }
+gpu_build . build.log qmm test_cuda || exit 1
 if [ "${NO_TEST:-0}" != 1 ]; then
   stamp "ctest -L cuda ($env_a)"
   env $env_a ctest --test-dir build-gpu -L cuda --output-on-failure > "$OUT/ctest_cuda.log" 2>&1

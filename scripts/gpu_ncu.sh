@@ -3,16 +3,10 @@
 # of `qmm bench --path PATH` on one shape, full set, details page; plus the SASS of one function.
 # Usage: scripts/gpu_ncu.sh SHAPE PATH FUNC_MANGLED REGEX:M [REGEX:M...]
 set -uo pipefail
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-export PATH=$PATH:/usr/local/cuda/bin
-start=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
+. "$(dirname "$0")/gpu_lib.sh"
 shape=$1 path=$2 fun=$3; shift 3
 stamp build
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DQMM_CUDA=ON -DQMM_WERROR=ON \
-  "-DQMM_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" > "$OUT/build.log" 2>&1 &&
-  cmake --build build-gpu -j "$(nproc)" --target qmm >> "$OUT/build.log" 2>&1 || { grep error "$OUT/build.log" | head; exit 1; }
+gpu_build . build.log qmm || exit 1
 o=$(find build-gpu -name "kernels_mma_nvfp4.cu.o" | head -1)
 cuobjdump -sass -fun "$fun" "$o" > "$OUT/sass.txt" 2>&1; echo "sass lines $(wc -l < "$OUT/sass.txt")"
 i=0

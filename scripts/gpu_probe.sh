@@ -3,18 +3,11 @@
 # tensor-core kernels, an Nsight Compute profile of one GEMV launch and a short benchmark. Logs go to
 # $OUT. Usage: scripts/gpu_probe.sh [--test] [BENCH_ARGS...]
 set -uo pipefail
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-start=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
+. "$(dirname "$0")/gpu_lib.sh"
 run_tests=0
 if [ "${1:-}" = "--test" ]; then run_tests=1; shift; fi
-export PATH=$PATH:/usr/local/cuda/bin
 stamp "build"
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DQMM_CUDA=ON -DQMM_WERROR=ON \
-  "-DQMM_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" > "$OUT/build.log" 2>&1 &&
-  cmake --build build-gpu -j "$(nproc)" --target qmm test_cuda >> "$OUT/build.log" 2>&1
-if [ $? -ne 0 ]; then grep -E "error|Error" "$OUT/build.log" | head -40; exit 1; fi
+gpu_build . build.log qmm test_cuda || exit 1
 if [ $run_tests = 1 ]; then
   stamp "ctest -L cuda"
   ctest --test-dir build-gpu -L cuda --output-on-failure > "$OUT/ctest_cuda.log" 2>&1

@@ -2,14 +2,9 @@
 # One tuning round on the lent GPU machine: build (sm_90a), ctest -L cuda, then benchmarks given as
 # arguments, each "NAME|ENV|BENCH_ARGS" (ENV may be empty, e.g. "QMM_CUDA_SPLITS=2"); a summary of each.
 set -uo pipefail
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-start=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
+. "$(dirname "$0")/gpu_lib.sh"
 stamp build
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DQMM_CUDA=ON -DQMM_WERROR=ON \
-  "-DQMM_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" > "$OUT/build.log" 2>&1 &&
-  cmake --build build-gpu -j "$(nproc)" --target qmm test_cuda >> "$OUT/build.log" 2>&1 || { grep error "$OUT/build.log" | head; exit 1; }
+gpu_build . build.log qmm test_cuda || exit 1
 if [ "${NO_TEST:-0}" != 1 ]; then
   stamp "ctest -L cuda"
   ctest --test-dir build-gpu -L cuda --output-on-failure > "$OUT/ctest_cuda.log" 2>&1

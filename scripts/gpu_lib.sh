@@ -1,0 +1,18 @@
+# Shared by the scripts/gpu_*.sh that run on the lent GPU machine (sourced): $OUT (the folder the
+# device tool brings back), a timestamped echo, and the sm_90a build.
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+export PATH=$PATH:/usr/local/cuda/bin
+gpu_start=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - gpu_start ))s] $*"; }
+# gpu_build SRC_DIR LOG TARGET...: configures and builds SRC_DIR/build-gpu (Release, -Werror, sm_90a
+# only: the H200 runs it, the other targets only lengthen the build; CI builds them all) into
+# $OUT/LOG; on failure prints the errors and returns 1. JOBS (default: all cores) sets the parallelism.
+gpu_build() {
+    local src=$1 log="$OUT/$2"
+    shift 2
+    cmake -S "$src" -B "$src/build-gpu" -DCMAKE_BUILD_TYPE=Release -DQMM_CUDA=ON -DQMM_WERROR=ON \
+        "-DQMM_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" > "$log" 2>&1 &&
+        cmake --build "$src/build-gpu" -j "${JOBS:-$(nproc)}" --target "$@" >> "$log" 2>&1 ||
+        { grep -E "error|Error" "$log" | head -40; return 1; }
+}
