@@ -2,7 +2,10 @@
  * and copies everything else unchanged. IN is a .safetensors file (OUT is then a file, and the config
  * files go beside it) or a checkpoint folder / model.safetensors.index.json (OUT is then a folder that
  * gets the same shards, a new index, the config files and a copy of the other files). Nothing is
- * overwritten without --force; every output file is written atomically by the library. */
+ * overwritten without --force; every output file is written atomically by the library, and the shards
+ * go under temporary names (SHARD.qmm-partial) that are renamed into place only after every shard, the
+ * index and the config files are written: a run that fails (a tensor that cannot be quantized, a full
+ * disk) leaves no shard of its own behind, and with --force the previous shards stay as they were. */
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
@@ -45,7 +48,9 @@ static void quantize_usage(FILE *f)
             "lm_head and MoE routers are left as they are. IN is a .safetensors file (OUT is then a file) or\n"
             "a checkpoint folder or its model.safetensors.index.json (OUT is then a folder with the same\n"
             "shards, a new index and a copy of the other files). hf_quant_config.json, and config.json with\n"
-            "its quantization_config (when IN's folder has a config.json), are written beside OUT.\n\n"
+            "its quantization_config (when IN's folder has a config.json), are written beside OUT. The\n"
+            "shards are written as SHARD.qmm-partial and renamed when all is written: a run that fails\n"
+            "(a weight with a NaN, a full disk) leaves none of its shards, and existing ones stay.\n\n"
             "Output tensors keep the source names with the convention's suffixes:\n"
             "  nvfp4 (modelopt)  X.weight U8 (N, K/2), X.weight_scale F8_E4M3 (N, K/16), X.weight_scale_2 F32\n"
             "  mxfp4             X.weight U8 (N, K/2), X.weight_scale U8 E8M0 (N, K/32)\n"
@@ -270,11 +275,13 @@ static int quantize_batch(qmm_safetensors_writer *w, quantize_job *jobs, size_t 
     return rc;
 }
 
+/* Writes shard `shard` of the output to `path`, a temporary name of this run (a stale one from a run
+ * that was killed is replaced). */
 static int quantize_shard(const quantize_options *o, const qmm_safetensors *in, size_t shard, size_t *next,
                           const char *path, quantize_stats *s)
 {
     qmm_safetensors_writer *w = NULL;
-    qmm_status st = qmm_safetensors_writer_create(path, o->force ? QMM_WRITE_OVERWRITE : 0, &w);
+    qmm_status st = qmm_safetensors_writer_create(path, QMM_WRITE_OVERWRITE, &w);
     if (st != QMM_OK) return tool_report("quantize", st);
     for (size_t i = 0; i < qmm_safetensors_metadata_count(in, shard) && st == QMM_OK; i++) {
         const char *key, *value;
@@ -421,17 +428,19 @@ static int quantize_run(quantize_options *o)
     const size_t shards = qmm_safetensors_shard_count(in), count = qmm_safetensors_tensor_count(in);
     const bool indexed = folder && (shards > 1 || tool_ends_with(o->in, ".json") ||
                                     strcmp(qmm_safetensors_shard_name(in, 0), "model.safetensors") != 0);
-    char **outs = calloc(shards, sizeof *outs);
+    char **outs = calloc(shards, sizeof *outs), **tmps = calloc(shards, sizeof *tmps);
     char *index_path = out_dir ? join(out_dir, "model.safetensors.index.json") : NULL;
     char *hf_path = out_dir ? join(out_dir, "hf_quant_config.json") : NULL;
     char *cfg_path = out_dir ? join(out_dir, "config.json") : NULL;
     quantize_stats s = {0};
-    int rc = (in_dir && out_dir && src_config && outs && index_path && hf_path && cfg_path) ? 0 : 1;
-    if (rc) fprintf(stderr, "qmm quantize: out of memory\n");
+    int rc = (in_dir && out_dir && src_config && outs && tmps && index_path && hf_path && cfg_path) ? 0 : 1;
     for (size_t i = 0; rc == 0 && i < shards; i++) {
         outs[i] = folder ? join(o->out, qmm_safetensors_shard_name(in, i)) : tool_strip(o->out, 0);
-        if (!outs[i]) rc = 1;
+        tmps[i] = outs[i] ? malloc(strlen(outs[i]) + sizeof ".qmm-partial") : NULL;
+        if (tmps[i]) sprintf(tmps[i], "%s.qmm-partial", outs[i]);
+        if (!tmps[i]) rc = 1;
     }
+    if (rc) fprintf(stderr, "qmm quantize: out of memory\n");
     const bool have_config = rc == 0 && exists(src_config);
     if (rc == 0 && folder && exists(o->out) && !is_dir(o->out)) {
         fprintf(stderr, "qmm quantize: '%s' is not a folder\n", o->out);
@@ -450,9 +459,14 @@ static int quantize_run(quantize_options *o)
         free(conflict);
     }
     /* The output folder (or the folder of the output file) is made when missing, one level deep. */
-    if (rc == 0 && !is_dir(out_dir) && mkdir(out_dir, 0755) != 0) {
-        fprintf(stderr, "qmm quantize: cannot create '%s': %s\n", out_dir, strerror(errno));
-        rc = 1;
+    bool made_dir = false;
+    if (rc == 0 && !is_dir(out_dir)) {
+        if (mkdir(out_dir, 0755) != 0) {
+            fprintf(stderr, "qmm quantize: cannot create '%s': %s\n", out_dir, strerror(errno));
+            rc = 1;
+        } else {
+            made_dir = true;
+        }
     }
     for (size_t i = 0; rc == 0 && i < count; i++) {
         qmm_tensor_view v;
@@ -463,13 +477,13 @@ static int quantize_run(quantize_options *o)
     s.tensors = count;
     double t0 = tool_now();
     size_t next = 0;
-    for (size_t i = 0; rc == 0 && i < shards; i++) rc = quantize_shard(o, in, i, &next, outs[i], &s);
+    for (size_t i = 0; rc == 0 && i < shards; i++) rc = quantize_shard(o, in, i, &next, tmps[i], &s);
     tool_progress("quantize", s.quantized, s.quantized, "");
 
     /* The index of a sharded output lists what the new shards hold: read back from the files. */
     for (size_t i = 0; rc == 0 && i < shards; i++) {
         qmm_safetensors *out;
-        st = qmm_safetensors_open(outs[i], &out);
+        st = qmm_safetensors_open(tmps[i], &out);
         if (st != QMM_OK) {
             rc = tool_report("quantize", st);
             break;
@@ -487,7 +501,7 @@ static int quantize_run(quantize_options *o)
         size_t entries = 0;
         rc = (tn && sn && opened) ? 0 : 1;
         for (size_t i = 0; rc == 0 && i < shards; i++) {
-            st = qmm_safetensors_open(outs[i], &opened[i]);
+            st = qmm_safetensors_open(tmps[i], &opened[i]);
             if (st != QMM_OK) {
                 rc = tool_report("quantize", st);
                 break;
@@ -518,6 +532,17 @@ static int quantize_run(quantize_options *o)
         char *conflict = NULL;
         rc = copy_tree(in_dir, o->out, true, false, &conflict);
     }
+    /* the shards into place, or, after a failure, away */
+    for (size_t i = 0; rc == 0 && i < shards; i++)
+        if (rename(tmps[i], outs[i]) != 0) {
+            fprintf(stderr, "qmm quantize: cannot rename '%s' to '%s': %s\n", tmps[i], outs[i], strerror(errno));
+            rc = 1;
+        }
+    if (rc != 0) {
+        for (size_t i = 0; tmps && i < shards; i++)
+            if (tmps[i]) unlink(tmps[i]);
+        if (made_dir) rmdir(out_dir); /* only if nothing else was written there */
+    }
     if (rc == 0) {
         char a[32], b[32];
         qmm_format_traits t;
@@ -528,6 +553,8 @@ static int quantize_run(quantize_options *o)
         printf("wrote %s\n", o->out);
     }
     for (size_t i = 0; outs && i < shards; i++) free(outs[i]);
+    for (size_t i = 0; tmps && i < shards; i++) free(tmps[i]);
+    free(tmps);
     for (size_t i = 0; i < s.excluded_count; i++) free(s.excluded[i]);
     free(s.excluded);
     free(outs);

@@ -79,6 +79,27 @@ endforeach()
 run(2 out "${QMM}" quantize "${WORK}/src/sharded" "${WORK}/threads_x" --format nvfp4 --threads 0)
 expect_match("${out}" "--threads takes 1 to 64" "--threads 0 refused")
 
+# a tensor that cannot be quantized (a NaN, in the second shard): refused, and no shard of this run left
+# behind, not even the first, complete one; with --force over a finished output, that output stays
+run(1 out "${QMM}" quantize "${WORK}/src/bad" "${WORK}/bad_out" --format nvfp4)
+expect_match("${out}" "model.layers.1.self_attn.q_proj.weight" "the NaN weight is named")
+if(EXISTS "${WORK}/bad_out")
+  file(GLOB left "${WORK}/bad_out/*")
+  message(FATAL_ERROR "a failed quantize left ${WORK}/bad_out behind: ${left}")
+endif()
+file(MAKE_DIRECTORY "${WORK}/bad_force")
+file(COPY "${WORK}/nvfp4/model-00001-of-00002.safetensors" DESTINATION "${WORK}/bad_force")
+run(1 out "${QMM}" quantize "${WORK}/src/bad" "${WORK}/bad_force" --format nvfp4 --force)
+file(GLOB left RELATIVE "${WORK}/bad_force" "${WORK}/bad_force/*")
+if(NOT left STREQUAL "model-00001-of-00002.safetensors")
+  message(FATAL_ERROR "a failed quantize --force changed the folder: ${left}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${WORK}/nvfp4/model-00001-of-00002.safetensors"
+                "${WORK}/bad_force/model-00001-of-00002.safetensors" RESULT_VARIABLE differ)
+if(differ)
+  message(FATAL_ERROR "a failed quantize --force replaced an existing shard")
+endif()
+
 # verify notices a quantization that does not match the original
 run(1 out "${QMM}" verify "${WORK}/src/sharded" "${WORK}/nvfp4" --max-rel-err 0.001)
 expect_match("${out}" "relative error above" "verify --max-rel-err")

@@ -3,6 +3,8 @@
  *   DIR/single.safetensors (and DIR/config.json beside it)
  *   DIR/experts.safetensors (bf16 experts (E, N, K)) and DIR/experts_mxfp4.safetensors (the same experts
  *   quantized to MXFP4 in the gpt-oss convention, *_blocks / *_scales), for `qmm verify` on experts
+ *   DIR/bad/  the two shards and the index of sharded/ (other values), with a NaN in a weight of the
+ *   second shard, which `qmm quantize` must refuse without leaving a shard behind
  * with Linear weights in bf16, fp16 and fp32, embeddings, norms, lm_head, a router, a 3-D tensor and
  * a weight with an odd K, seeded so every run writes the same bytes. */
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "qmm.h"
 
 static unsigned long long state = 42;
+static const char *poison_name; /* the tensor whose first element add() makes a NaN */
 
 static double uniform(void)
 {
@@ -28,6 +31,7 @@ static int add(qmm_safetensors_writer *w, const char *name, qmm_st_dtype dtype, 
     unsigned char *data = malloc(count * esize + 1);
     for (size_t i = 0; i < count; i++) {
         float v = (float)((uniform() - 0.5) * 0.2 * (i % 97 == 0 ? 10.0 : 1.0));
+        if (i == 0 && poison_name && strcmp(name, poison_name) == 0) v = __builtin_nanf("");
         if (dtype == QMM_ST_F32) memcpy(data + 4 * i, &v, 4);
         else {
             uint16_t h = dtype == QMM_ST_BF16 ? qmm_fp32_to_bf16(v) : qmm_fp32_to_fp16(v);
@@ -71,6 +75,51 @@ static void write_text(const char *path, const char *text)
     }
 }
 
+/* DIR/SUB/: two shards (embeddings and layer 0; layer 1, norm, a 3-D tensor and lm_head) and their index. */
+static int write_sharded(const char *dir, const char *sub)
+{
+    char path[1024];
+    static const char *const shard_names[2] = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
+    const size_t emb[2] = {128, 64}, head[2] = {128, 64}, conv[3] = {4, 4, 8}, norm[1] = {64};
+    int rc = 0;
+    for (int s = 0; s < 2 && rc == 0; s++) {
+        qmm_safetensors_writer *w;
+        snprintf(path, sizeof path, "%s/%s/%s", dir, sub, shard_names[s]);
+        if (qmm_safetensors_writer_create(path, QMM_WRITE_OVERWRITE, &w) != QMM_OK) return 1;
+        qmm_safetensors_writer_set_metadata(w, "format", "pt");
+        if (s == 0) {
+            rc |= add(w, "model.embed_tokens.weight", QMM_ST_BF16, 2, emb);
+            rc |= layer(w, 0);
+        } else {
+            rc |= layer(w, 1);
+            rc |= add(w, "model.norm.weight", QMM_ST_BF16, 1, norm);
+            rc |= add(w, "model.conv.weight", QMM_ST_BF16, 3, conv);
+            rc |= add(w, "lm_head.weight", QMM_ST_BF16, 2, head);
+        }
+        if (qmm_safetensors_writer_finish(w) != QMM_OK) rc = 1;
+    }
+    /* the index, from what the shards hold */
+    qmm_safetensors *f;
+    const char *tn[64], *sn[64];
+    size_t count = 0;
+    for (int s = 0; s < 2 && rc == 0; s++) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s/%s", dir, sub, shard_names[s]);
+        if (qmm_safetensors_open(p, &f) != QMM_OK) return 1;
+        for (size_t i = 0; i < qmm_safetensors_tensor_count(f) && count < 64; i++) {
+            qmm_tensor_view v;
+            qmm_safetensors_tensor_at(f, i, &v);
+            tn[count] = strdup(v.name);
+            sn[count++] = shard_names[s];
+        }
+        qmm_safetensors_close(f);
+    }
+    snprintf(path, sizeof path, "%s/%s/model.safetensors.index.json", dir, sub);
+    if (rc == 0 && qmm_safetensors_index_write(path, tn, sn, count, 0, QMM_WRITE_OVERWRITE) != QMM_OK) rc = 1;
+    for (size_t i = 0; i < count; i++) free((void *)tn[i]);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -94,46 +143,9 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/sharded/sub/extra.txt", dir);
     write_text(path, "copied as it is\n");
 
-    static const char *const shard_names[2] = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
-    const size_t emb[2] = {128, 64}, head[2] = {128, 64}, conv[3] = {4, 4, 8}, norm[1] = {64};
-    int rc = 0;
-    for (int s = 0; s < 2 && rc == 0; s++) {
-        qmm_safetensors_writer *w;
-        snprintf(path, sizeof path, "%s/sharded/%s", dir, shard_names[s]);
-        if (qmm_safetensors_writer_create(path, QMM_WRITE_OVERWRITE, &w) != QMM_OK) return 1;
-        qmm_safetensors_writer_set_metadata(w, "format", "pt");
-        if (s == 0) {
-            rc |= add(w, "model.embed_tokens.weight", QMM_ST_BF16, 2, emb);
-            rc |= layer(w, 0);
-        } else {
-            rc |= layer(w, 1);
-            rc |= add(w, "model.norm.weight", QMM_ST_BF16, 1, norm);
-            rc |= add(w, "model.conv.weight", QMM_ST_BF16, 3, conv);
-            rc |= add(w, "lm_head.weight", QMM_ST_BF16, 2, head);
-        }
-        if (qmm_safetensors_writer_finish(w) != QMM_OK) rc = 1;
-    }
-    /* the index, from what the shards hold */
-    qmm_safetensors *f;
-    snprintf(path, sizeof path, "%s/sharded", dir);
-    const char *tn[64], *sn[64];
-    size_t count = 0;
-    for (int s = 0; s < 2 && rc == 0; s++) {
-        char p[1024];
-        snprintf(p, sizeof p, "%s/sharded/%s", dir, shard_names[s]);
-        if (qmm_safetensors_open(p, &f) != QMM_OK) return 1;
-        for (size_t i = 0; i < qmm_safetensors_tensor_count(f) && count < 64; i++) {
-            qmm_tensor_view v;
-            qmm_safetensors_tensor_at(f, i, &v);
-            tn[count] = strdup(v.name);
-            sn[count++] = shard_names[s];
-        }
-        qmm_safetensors_close(f);
-    }
-    snprintf(path, sizeof path, "%s/sharded/model.safetensors.index.json", dir);
-    if (rc == 0 && qmm_safetensors_index_write(path, tn, sn, count, 0, QMM_WRITE_OVERWRITE) != QMM_OK) rc = 1;
-    for (size_t i = 0; i < count; i++) free((void *)tn[i]);
+    int rc = write_sharded(dir, "sharded");
     /* a single file */
+    const size_t emb[2] = {128, 64}, head[2] = {128, 64};
     qmm_safetensors_writer *w;
     snprintf(path, sizeof path, "%s/single.safetensors", dir);
     if (rc == 0 && qmm_safetensors_writer_create(path, QMM_WRITE_OVERWRITE, &w) == QMM_OK) {
@@ -167,6 +179,12 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < made; i++) qmm_weight_free(&q[i]);
     free(ew);
+    /* last, so that the files above keep their bytes */
+    snprintf(path, sizeof path, "%s/bad", dir);
+    mkdir(path, 0755);
+    poison_name = "model.layers.1.self_attn.q_proj.weight";
+    if (rc == 0) rc = write_sharded(dir, "bad");
+    poison_name = NULL;
     if (rc) fprintf(stderr, "make_checkpoint: failed: %s\n", qmm_last_error());
     return rc;
 }
