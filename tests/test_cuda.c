@@ -72,7 +72,7 @@ static void test_types_and_epilogues(void)
 
 /* Long K: the fused path's 16-row tiles cannot stage their whole K range at once, so every variant
  * of the fused kernel runs: PIPE (bf16 activations in 16-byte aligned rows; on a build with the WG
- * variant, that one) for 12 and 40 rows, STEP for fp16 activations and for unaligned rows. */
+ * variant, that one) for 12, 40 and 100 rows, STEP for fp16 activations and for unaligned rows. */
 static void test_long_k(void)
 {
     char label[160];
@@ -81,8 +81,9 @@ static void test_long_k(void)
         static const struct {
             size_t m, lda_pad;
             qmm_dtype a;
-        } v[4] = {{12, 7, QMM_DTYPE_BF16}, {12, 0, QMM_DTYPE_FP16}, {40, 7, QMM_DTYPE_BF16}, {40, 0, QMM_DTYPE_BF16}};
-        for (int i = 0; i < 4; i++) {
+        } v[5] = {{12, 7, QMM_DTYPE_BF16}, {12, 0, QMM_DTYPE_FP16}, {40, 7, QMM_DTYPE_BF16}, {40, 0, QMM_DTYPE_BF16},
+                  {100, 7, QMM_DTYPE_BF16}};
+        for (int i = 0; i < 5; i++) {
             mm_case c = {formats[f], v[i].m, 40, 70001, v[i].a, ctypes[harness_next() % 3], (int)(harness_next() % 2),
                          (qmm_activation)(harness_next() % 5), v[i].lda_pad, 1};
             snprintf(label, sizeof label, "fused long K, format %d, m %zu, lda %zu, %s", (int)formats[f], c.m, c.k + c.lda_pad,
