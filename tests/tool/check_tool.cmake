@@ -100,6 +100,14 @@ if(differ)
   message(FATAL_ERROR "a failed quantize --force replaced an existing shard")
 endif()
 
+# the same for a single file: no output file, no temporary left
+run(1 out "${QMM}" quantize "${WORK}/src/bad/model-00002-of-00002.safetensors" "${WORK}/bad_single/out.safetensors"
+    --format fp8)
+file(GLOB left "${WORK}/bad_single/*")
+if(left)
+  message(FATAL_ERROR "a failed single-file quantize left ${left}")
+endif()
+
 # verify notices a quantization that does not match the original
 run(1 out "${QMM}" verify "${WORK}/src/sharded" "${WORK}/nvfp4" --max-rel-err 0.001)
 expect_match("${out}" "relative error above" "verify --max-rel-err")
