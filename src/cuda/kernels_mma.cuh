@@ -301,6 +301,24 @@ __device__ __forceinline__ unit_info unit_of(const mma_params &p)
     return u;
 }
 
+/* The first D weight tiles of this lane's unit of n tiles (none for a warp past the last strip) into
+ * the ring, and the pointers at the unit's first tile that the later loads offset. */
+template <int ENC, int D>
+__device__ __forceinline__ void ring_start(const mma_params &p, const unit_info &u, int n, int lane, int g,
+                                           const uint4 *&dq, const uint8_t *&sq, uint4 (&ring)[D], uint2 (&sring)[D])
+{
+    using tr = enc_traits<ENC>;
+    const size_t first = ((size_t)(u.active ? u.strip : 0) * p.chunks + u.c0);
+    dq = p.data + first * 32 + lane;
+    sq = p.scales ? p.scales + first * tr::scale_tile + g * tr::scale_lane : nullptr;
+#pragma unroll
+    for (int q = 0; q < D; q++)
+        if (u.active && q < n) {
+            ring[q] = __ldcs(dq + q * 32);
+            sring[q] = load_scales<ENC>(sq + q * tr::scale_tile);
+        }
+}
+
 /* STEP: activations staged 128 columns at a time, double buffered (any NB; a barrier per step). */
 template <int ENC, bool FP16A, int NB>
 __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_params p)
@@ -409,17 +427,11 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
     const int srows = whole_rows(cfg::rows, min(cfg::rows, p.m - m0));
     const int klen = p.cps * tr::tile_k, stride = whole_stride(klen), plane_words = srows * stride;
 
-    const size_t first = ((size_t)(u.active ? u.strip : 0) * p.chunks + c0);
-    const uint4 *dq = p.data + first * 32 + lane;
-    const uint8_t *sq = p.scales ? p.scales + first * ST + g * tr::scale_lane : nullptr;
+    const uint4 *dq;
+    const uint8_t *sq;
     uint4 ring[D];
     uint2 sring[D];
-#pragma unroll
-    for (int q = 0; q < D; q++)
-        if (u.active && q < n) {
-            ring[q] = __ldcs(dq + q * 32);
-            sring[q] = load_scales<ENC>(sq + q * ST);
-        }
+    ring_start<ENC>(p, u, n, lane, g, dq, sq, ring, sring);
     /* stage A[m0 .. m0 + srows) x [c0 * tile_k, + klen): rows past M load as zeros */
     const int per_row = klen / 8, kbase = c0 * tr::tile_k;
     for (int v = tid; v < srows * per_row; v += kThreads) {
@@ -562,17 +574,11 @@ __global__ void __launch_bounds__(kThreads, 2) mma_kernel_pipe(mma_params p)
         cp_async_commit(); /* an empty group past the end keeps the counting uniform */
     };
 
-    const size_t first = ((size_t)(u.active ? u.strip : 0) * p.chunks + c0);
-    const uint4 *dq = p.data + first * 32 + lane;
-    const uint8_t *sq = p.scales ? p.scales + first * ST + g * tr::scale_lane : nullptr;
+    const uint4 *dq;
+    const uint8_t *sq;
     uint4 ring[D];
     uint2 sring[D];
-#pragma unroll
-    for (int q = 0; q < D; q++)
-        if (u.active && q < n) {
-            ring[q] = __ldcs(dq + q * 32);
-            sring[q] = load_scales<ENC>(sq + q * ST);
-        }
+    ring_start<ENC>(p, u, n, lane, g, dq, sq, ring, sring);
 #pragma unroll
     for (int s = 0; s < kPipeStages - 1; s++) issue(s);
 
