@@ -56,10 +56,11 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  * materialize at M = 256 on two of the three (8192 x 28672 NVFP4: 499 against 460). FP8 at M = 9..16 on
  * the two shapes of 235 M elements runs faster on the GEMV path (two 8-row tiles of A: 100 against 139 us
  * at M = 16 on 28672 x 8192) than on the fused one, whose one-wave split is short of bytes in flight. */
-static const struct {
+typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, gemv_max_m_large, fused_max_m, fused_max_m_large, fused_large_elements;
-} qmm__cuda_thresholds[] = {
+} qmm__cuda_threshold;
+static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
     {QMM__ENC_NVFP4, 8, 8, 64, 128, (size_t)100 << 20},
     {QMM__ENC_MXFP4, 8, 8, 64, 128, (size_t)100 << 20},
     {QMM__ENC_FP8, 8, 16, 64, 128, (size_t)200 << 20},
@@ -71,10 +72,10 @@ static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
     const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)w->prepared;
     for (size_t i = 0; i < sizeof qmm__cuda_thresholds / sizeof qmm__cuda_thresholds[0]; i++)
         if (qmm__cuda_thresholds[i].enc == p->enc) {
-            const bool large = p->n * p->k >= qmm__cuda_thresholds[i].fused_large_elements;
-            if (m <= (large ? qmm__cuda_thresholds[i].gemv_max_m_large : qmm__cuda_thresholds[i].gemv_max_m)) return QMM_PATH_GEMV;
-            return m <= (large ? qmm__cuda_thresholds[i].fused_max_m_large : qmm__cuda_thresholds[i].fused_max_m) ? QMM_PATH_FUSED
-                                                                                                                 : QMM_PATH_MATERIALIZE;
+            const qmm__cuda_threshold *t = &qmm__cuda_thresholds[i];
+            const bool large = p->n * p->k >= t->fused_large_elements;
+            if (m <= (large ? t->gemv_max_m_large : t->gemv_max_m)) return QMM_PATH_GEMV;
+            return m <= (large ? t->fused_max_m_large : t->fused_max_m) ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
         }
     return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
 }
