@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../core/error.h"
+#include "fileutil.h"
 #include "json.h"
 
 typedef struct qmm__json_parser {
@@ -464,4 +465,20 @@ void qmm__buf_free(qmm__buf *b)
     free(b->p);
     qmm__buf e = {0};
     *b = e;
+}
+
+qmm_status qmm__json_read_file(const char *fn, const char *path, const char *what, size_t max, char **text, size_t *len,
+                               qmm__json *doc)
+{
+    size_t n = 0;
+    *text = NULL;
+    qmm_status st = qmm__read_file(fn, path, max, text, &n);
+    if (st == QMM_OK) st = qmm__json_parse(fn, what, *text, n, doc);
+    if (st != QMM_OK) {
+        free(*text);
+        *text = NULL;
+        return st;
+    }
+    if (len) *len = n;
+    return QMM_OK;
 }

@@ -51,6 +51,13 @@ qmm_status qmm__json_parse(const char *fn, const char *what, const char *text, s
 
 void qmm__json_free(qmm__json *doc);
 
+/* Reads the file at path (at most max bytes, as qmm__read_file) and parses it (`what` names it in
+ * messages). On success *text (malloc'd, NUL-terminated; the values' spans point into it), *len (when
+ * len is not NULL) and *doc are the caller's, to free with free() and qmm__json_free(); on failure
+ * nothing is left to free. */
+qmm_status qmm__json_read_file(const char *fn, const char *path, const char *what, size_t max, char **text, size_t *len,
+                               qmm__json *doc);
+
 /* The decoded text of string value i. */
 static inline const char *qmm__json_str(const qmm__json *doc, size_t i) { return doc->arena + doc->v[i].str; }
 

@@ -82,10 +82,8 @@ static qmm_status qmm__config_read_one(const char *fn, const char *dir, const ch
 {
     char *path = qmm__path_join(dir, file), *text = NULL;
     if (!path) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    size_t len;
-    qmm_status st = qmm__read_file(fn, path, QMM__CONFIG_MAX, &text, &len);
     qmm__json doc = {0};
-    if (st == QMM_OK) st = qmm__json_parse(fn, file, text, len, &doc);
+    qmm_status st = qmm__json_read_file(fn, path, file, QMM__CONFIG_MAX, &text, NULL, &doc);
     if (st == QMM_OK) {
         size_t obj = qmm__json_member(&doc, 0, key);
         if (doc.v[0].type != QMM__JSON_OBJECT) st = qmm__fail(QMM_ERR_MALFORMED, "%s: '%s' is not a JSON object", fn, path);
@@ -150,15 +148,11 @@ static void qmm__quantization_config(qmm__buf *b, const qmm__algo *a, const char
 static qmm_status qmm__config_json(const char *fn, const char *src_path, const qmm__algo *a, const char *const *exclude,
                                    size_t count, qmm__buf *out)
 {
-    char *text = NULL;
+    char *text;
     size_t len;
-    QMM__TRY(qmm__read_file(fn, src_path, QMM__CONFIG_MAX, &text, &len));
     qmm__json doc;
-    qmm_status st = qmm__json_parse(fn, "config.json", text, len, &doc);
-    if (st != QMM_OK) {
-        free(text);
-        return st;
-    }
+    QMM__TRY(qmm__json_read_file(fn, src_path, "config.json", QMM__CONFIG_MAX, &text, &len, &doc));
+    qmm_status st = QMM_OK;
     qmm__buf q = {0};
     qmm__quantization_config(&q, a, exclude, count);
     if (doc.v[0].type != QMM__JSON_OBJECT) {

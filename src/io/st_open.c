@@ -173,15 +173,10 @@ static bool qmm__shard_name_ok(const char *s)
 /* A sharded checkpoint: {"weight_map": {tensor: shard file}}. */
 static qmm_status qmm__st_open_index(const char *fn, const char *path, qmm_safetensors *f)
 {
-    char *text = NULL;
-    size_t len = 0;
-    QMM__TRY(qmm__read_file(fn, path, QMM_SAFETENSORS_MAX_HEADER, &text, &len));
+    char *text;
     qmm__json doc;
-    qmm_status st = qmm__json_parse(fn, "shard index", text, len, &doc);
-    if (st != QMM_OK) {
-        free(text);
-        return st;
-    }
+    QMM__TRY(qmm__json_read_file(fn, path, "shard index", QMM_SAFETENSORS_MAX_HEADER, &text, NULL, &doc));
+    qmm_status st = QMM_OK;
     size_t map = qmm__json_member(&doc, 0, "weight_map");
     const char *dup = NULL, **names = NULL;
     size_t entries = 0, distinct = 0;
