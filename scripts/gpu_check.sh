@@ -20,6 +20,8 @@ if command -v compute-sanitizer >/dev/null; then
   echo "memcheck rc=$? $(grep -c 'Invalid' "$OUT/memcheck.log") invalid accesses"
   compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/qmm bench --backend cuda --shapes 300:1000,16:60000 --m 1,5,12,40 --reps 1 --rotate-mb 1 >> "$OUT/memcheck.log" 2>&1
   echo "memcheck bench rc=$?"
+  compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/qmm bench --backend cuda --shapes 300:1000,16:60000 --m 5,40 --path materialize --reps 1 --rotate-mb 1 >> "$OUT/memcheck.log" 2>&1
+  echo "memcheck bench (materialize) rc=$?"
 fi
 
 stamp "qmm run (make run's default run)"

@@ -46,23 +46,16 @@ __device__ __forceinline__ uint16_t to_bits(float v)
 }
 
 constexpr int kDqWarps = 8;
+constexpr int kDqTiles = 4; /* tiles per warp, their loads issued together */
 
-/* One warp per tile; rows [r0, r0 + rows) of W, r0 a multiple of 16. */
+/* Decode one tile (16 rows x ck columns, d = this lane's 16 bytes, sv = its scale bytes for the fast
+ * encodings: NVFP4 8 at g * 8, MXFP4 4 at g * 4) into the warp's shared tile ts. */
 template <bool HALF>
-__global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *data, const uint8_t *scales, int enc, int n,
-                                                               int k, int chunks, int strip0, int strip_count, int r0,
-                                                               int rows, uint16_t *dst, int mx_off, uint32_t fix2)
+__device__ __forceinline__ void dequant_tile(uint4 d, uint2 sv, const uint8_t *stile, int enc, int mx_off, uint32_t fix2,
+                                             int g, int t, uint16_t (*ts)[64])
 {
-    __shared__ uint16_t tile_s[kDqWarps][16][64];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const long long tile = (long long)blockIdx.x * kDqWarps + warp;
-    if (tile >= (long long)strip_count * chunks) return;
-    const int strip = strip0 + (int)(tile / chunks), chunk = (int)(tile % chunks);
-    const bool fp8 = enc == QMM__ENC_FP8 || enc == QMM__ENC_FP8_RAW;
-    const int ck = fp8 ? 32 : 64;
-    const uint4 d = __ldcs(data + ((size_t)strip * chunks + chunk) * 32 + lane);
     const uint32_t w[4] = {d.x, d.y, d.z, d.w};
-    uint16_t(*ts)[64] = tile_s[warp];
+    const bool fp8 = enc == QMM__ENC_FP8 || enc == QMM__ENC_FP8_RAW;
     const bool fast = enc == QMM__ENC_NVFP4 || enc == QMM__ENC_MXFP4 || enc == QMM__ENC_FP8;
     if (fast) {
         /* the kernels' own decode (decode.h): exact bf16 pairs of element * block scale * 2^-fix, then one
@@ -85,16 +78,15 @@ __global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *dat
                 put(g + 8, col, qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w[wi] >> 8), QMM__FP8_FACTOR));
             }
         } else {
-            const uint8_t *st = scales + ((size_t)strip * chunks + chunk) * (enc == QMM__ENC_NVFP4 ? 64 : 32);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 uint32_t f0, f1;
                 if (enc == QMM__ENC_NVFP4) {
-                    f0 = qmm__nvfp4_factor(st[g * 8 + j]);
-                    f1 = qmm__nvfp4_factor(st[g * 8 + 4 + j]);
+                    f0 = qmm__nvfp4_factor((sv.x >> (8 * j)) & 0xffu);
+                    f1 = qmm__nvfp4_factor((sv.y >> (8 * j)) & 0xffu);
                 } else {
-                    f0 = qmm__mxfp4_factor(st[g * 4 + (j >> 1)], mx_off);
-                    f1 = qmm__mxfp4_factor(st[g * 4 + 2 + (j >> 1)], mx_off);
+                    f0 = qmm__mxfp4_factor((sv.x >> (8 * (j >> 1))) & 0xffu, mx_off);
+                    f1 = qmm__mxfp4_factor((sv.x >> (16 + 8 * (j >> 1))) & 0xffu, mx_off);
                 }
                 const int col = 16 * j + 2 * t;
                 uint32_t r[4];
@@ -114,8 +106,6 @@ __global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *dat
                 ts[r][col] = to_bits<HALF>(e4m3_value((w[wi] >> (8 * b)) & 0xffu));
             }
     } else {
-        const int stile_bytes = (enc == QMM__ENC_NVFP4 || enc == QMM__ENC_NVFP4_RAW) ? 64 : 32;
-        const uint8_t *stile = scales + ((size_t)strip * chunks + chunk) * stile_bytes;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             uint32_t regs[4];
@@ -129,20 +119,61 @@ __global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *dat
             }
         }
     }
-    __syncwarp();
-    /* write the tile's rows: two lanes per row, each half of the row's ck elements */
-    const int r = lane >> 1, half = lane & 1, row = strip * 16 + r;
-    if (row >= n || row < r0 || row >= r0 + rows) return;
-    uint16_t *out = dst + (size_t)(row - r0) * k;
-    const int per = ck / 2, col0 = chunk * ck + half * per;
-    if (k % 8 == 0 && col0 + per <= k) { /* 16-byte stores: 4 (E2M1) or 2 (E4M3) per lane */
-        const uint4 *src = reinterpret_cast<const uint4 *>(&ts[r][half * per]);
-        uint4 *o = reinterpret_cast<uint4 *>(out + col0);
-        for (int v = 0; v < per / 8; v++) o[v] = src[v];
-        return;
+}
+
+/* kDqTiles tiles per warp (the CTA's eight warps on adjacent chunks in each round), all their loads
+ * issued first; rows [r0, r0 + rows) of W, r0 a multiple of 16. Each tile is decoded into shared memory
+ * and written row by row, a row's ck elements by ck / 8 adjacent lanes in 16-byte pieces, so that one
+ * store instruction fills whole 128-byte lines (E2M1: 4 rows of 128 bytes; E4M3: 8 rows of 64). */
+template <bool HALF>
+__global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *data, const uint8_t *scales, int enc, int n,
+                                                               int k, int chunks, int strip0, int strip_count, int r0,
+                                                               int rows, uint16_t *dst, int mx_off, uint32_t fix2)
+{
+    __shared__ uint16_t tile_s[kDqWarps][16][64];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const long long total = (long long)strip_count * chunks;
+    const long long base = (long long)blockIdx.x * kDqWarps * kDqTiles + warp;
+    const bool fp8 = enc == QMM__ENC_FP8 || enc == QMM__ENC_FP8_RAW;
+    const int ck = fp8 ? 32 : 64;
+    const int stile_bytes = fp8 ? 0 : (enc == QMM__ENC_NVFP4 || enc == QMM__ENC_NVFP4_RAW) ? 64 : 32;
+    uint4 dv[kDqTiles];
+    uint2 sv[kDqTiles];
+#pragma unroll
+    for (int i = 0; i < kDqTiles; i++) {
+        const long long tile = base + (long long)i * kDqWarps;
+        dv[i] = make_uint4(0u, 0u, 0u, 0u), sv[i] = make_uint2(0u, 0u);
+        if (tile < total) {
+            const size_t at = (size_t)strip0 * chunks + (size_t)tile;
+            dv[i] = __ldcs(data + at * 32 + lane);
+            if (enc == QMM__ENC_NVFP4) sv[i] = *reinterpret_cast<const uint2 *>(scales + at * 64 + g * 8);
+            else if (enc == QMM__ENC_MXFP4) sv[i].x = *reinterpret_cast<const uint32_t *>(scales + at * 32 + g * 4);
+        }
     }
-    for (int c = 0; c < per; c++)
-        if (col0 + c < k) out[col0 + c] = ts[r][half * per + c];
+    uint16_t(*ts)[64] = tile_s[warp];
+    const int lpr = ck / 8, rpi = 32 / lpr, piece = lane % lpr; /* lanes per row, rows per store */
+#pragma unroll
+    for (int i = 0; i < kDqTiles; i++) {
+        const long long tile = base + (long long)i * kDqWarps;
+        if (tile >= total) break;
+        const int strip = strip0 + (int)(tile / chunks), chunk = (int)(tile % chunks);
+        const uint8_t *stile = stile_bytes ? scales + ((size_t)strip * chunks + chunk) * stile_bytes : nullptr;
+        if (i) __syncwarp(); /* the tile before is written out */
+        dequant_tile<HALF>(dv[i], sv[i], stile, enc, mx_off, fix2, g, t, ts);
+        __syncwarp();
+        const int col0 = chunk * ck + piece * 8;
+        for (int rr = lane / lpr; rr < 16; rr += rpi) {
+            const int row = strip * 16 + rr;
+            if (row >= n || row < r0 || row >= r0 + rows) continue;
+            uint16_t *out = dst + (size_t)(row - r0) * k + col0;
+            if (k % 8 == 0 && col0 + 8 <= k) {
+                *reinterpret_cast<uint4 *>(out) = *reinterpret_cast<const uint4 *>(&ts[rr][piece * 8]);
+            } else {
+                for (int c = 0; c < 8; c++)
+                    if (col0 + c < k) out[c] = ts[rr][piece * 8 + c];
+            }
+        }
+    }
 }
 
 __global__ void split_fp16_kernel(const __half *a, size_t m, size_t k, size_t lda, __nv_bfloat16 *hi, __nv_bfloat16 *lo)
@@ -178,7 +209,7 @@ extern "C" int qmm__cuda_dequantize(const qmm__cuda_prepared *w, size_t r0, size
 {
     const int strip0 = (int)(r0 / 16), strip_end = (int)((r0 + rows + 15) / 16);
     const long long tiles = (long long)(strip_end - strip0) * (long long)w->chunks;
-    const unsigned grid = (unsigned)((tiles + kDqWarps - 1) / kDqWarps);
+    const unsigned grid = (unsigned)((tiles + kDqWarps * kDqTiles - 1) / (kDqWarps * kDqTiles));
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     const uint4 *data = static_cast<const uint4 *>(w->data);
     const uint8_t *sc = static_cast<const uint8_t *>(w->scales);
