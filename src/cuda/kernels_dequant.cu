@@ -47,12 +47,16 @@ __device__ __forceinline__ uint16_t to_bits(float v)
 
 constexpr int kDqWarps = 8;
 constexpr int kDqTiles = 4; /* tiles per warp, their loads issued together */
+/* halves per row of a warp's shared tile: 64 plus 8 of padding, so that the decode's 32-bit stores
+ * (lane g, t to row g or g + 8, word 8 j + t) fall in 32 different banks (stride 36 words) instead of
+ * 4 (stride 32: eight-way conflicts, 128 shared-memory cycles per tile) */
+constexpr int kDqRow = 72;
 
 /* Decode one tile (16 rows x ck columns, d = this lane's 16 bytes, sv = its scale bytes for the fast
  * encodings: NVFP4 8 at g * 8, MXFP4 4 at g * 4) into the warp's shared tile ts. */
 template <bool HALF>
 __device__ __forceinline__ void dequant_tile(uint4 d, uint2 sv, const uint8_t *stile, int enc, int mx_off, uint32_t fix2,
-                                             int g, int t, uint16_t (*ts)[64])
+                                             int g, int t, uint16_t (*ts)[kDqRow])
 {
     const uint32_t w[4] = {d.x, d.y, d.z, d.w};
     const bool fp8 = enc == QMM__ENC_FP8 || enc == QMM__ENC_FP8_RAW;
@@ -60,7 +64,7 @@ __device__ __forceinline__ void dequant_tile(uint4 d, uint2 sv, const uint8_t *s
     if (fast) {
         /* the kernels' own decode (decode.h): exact bf16 pairs of element * block scale * 2^-fix, then one
          * exact multiply by 2^fix; pairs (k, k + 1) of one row land as one 32-bit word */
-        uint32_t(*tw)[32] = reinterpret_cast<uint32_t(*)[32]>(ts);
+        uint32_t(*tw)[kDqRow / 2] = reinterpret_cast<uint32_t(*)[kDqRow / 2]>(ts);
         auto put = [&](int r, int col, uint32_t v) {
             v = qmm__bf16x2_mul(v, fix2);
             if (HALF) {
@@ -130,7 +134,7 @@ __global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *dat
                                                                int k, int chunks, int strip0, int strip_count, int r0,
                                                                int rows, uint16_t *dst, int mx_off, uint32_t fix2)
 {
-    __shared__ uint16_t tile_s[kDqWarps][16][64];
+    __shared__ __align__(16) uint16_t tile_s[kDqWarps][16][kDqRow];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const long long total = (long long)strip_count * chunks;
     const long long base = (long long)blockIdx.x * kDqWarps * kDqTiles + warp;
@@ -150,7 +154,7 @@ __global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *dat
             else if (enc == QMM__ENC_MXFP4) sv[i].x = *reinterpret_cast<const uint32_t *>(scales + at * 32 + g * 4);
         }
     }
-    uint16_t(*ts)[64] = tile_s[warp];
+    uint16_t(*ts)[kDqRow] = tile_s[warp];
     const int lpr = ck / 8, rpi = 32 / lpr, piece = lane % lpr; /* lanes per row, rows per store */
 #pragma unroll
     for (int i = 0; i < kDqTiles; i++) {
