@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# Nsight Compute on the lent GPU machine: build (sm_90a), then one profiled launch per KERNEL_REGEX:M pair
-# of `qmm bench --path PATH` on one shape, full set, details page; plus the SASS of one function.
-# Usage: scripts/gpu_ncu.sh SHAPE PATH FUNC_MANGLED REGEX:M [REGEX:M...]
+# Nsight Compute on the lent GPU machine: build (sm_90a), then one profiled launch per KERNEL_REGEX:M[:ENV]
+# case of `qmm bench --path PATH` on one shape (full set, details page, plus the warp stall reasons per
+# issued instruction); optionally the SASS of one function (FUNC_MANGLED "-" for none).
+# Usage: scripts/gpu_ncu.sh SHAPE PATH FUNC_MANGLED REGEX:M[:ENV] [REGEX:M[:ENV]...]
+#   e.g. scripts/gpu_ncu.sh 8192:28672 fused - "mma_kernel_pipe:16:QMM_CUDA_WGMMA=0"
 set -uo pipefail
 . "$(dirname "$0")/gpu_lib.sh"
 shape=$1 path=$2 fun=$3; shift 3
 stamp build
 gpu_build . build.log qmm || exit 1
-o=$(find build-gpu -name "kernels_mma_nvfp4.cu.o" | head -1)
-cuobjdump -sass -fun "$fun" "$o" > "$OUT/sass.txt" 2>&1; echo "sass lines $(wc -l < "$OUT/sass.txt")"
+if [ "$fun" != - ]; then
+  o=$(find build-gpu -name "kernels_mma_nvfp4.cu.o" | head -1)
+  cuobjdump -sass -fun "$fun" "$o" > "$OUT/sass.txt" 2>&1; echo "sass lines $(wc -l < "$OUT/sass.txt")"
+fi
 i=0
 for km in "$@"; do
-  i=$((i+1)); re=${km%%:*}; m=${km##*:}
-  stamp "ncu $re M=$m"
-  ncu --kernel-name "regex:$re" --launch-skip 3 --launch-count 1 --set full --import-source no --page details \
+  i=$((i+1)); IFS=: read -r re m envs <<< "$km"
+  stamp "ncu $re M=$m $envs"
+  env $envs ncu --kernel-name "regex:$re" --launch-skip 3 --launch-count 1 --set full --import-source no \
+    --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" --page details \
     build-gpu/qmm bench --backend cuda --format nvfp4 --shapes "$shape" --m "$m" --path "$path" --reps 2 --rotate-mb 512 \
     > "$OUT/ncu_$i.txt" 2>&1
   echo "ncu rc=$?"
-  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Executed Ipc A|No Eligible|Warp Cycles Per Issued|L1/TEX Hit|L2 Hit|Shared.*Bank|Block Limit" "$OUT/ncu_$i.txt" | head -30
+  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Executed Ipc A|No Eligible|Warp Cycles Per Issued|L2 Hit|Shared.*Bank|Block Limit|Grid Size|L1/TEX Cache Throughput|L2 Cache Throughput|DRAM Throughput" "$OUT/ncu_$i.txt" | head -30
+  grep -E "issue_stalled" "$OUT/ncu_$i.txt" | awk '{ if ($NF+0 >= 0.2) print }' | sort -k3 -n -r | head -12
 done
 stamp done
