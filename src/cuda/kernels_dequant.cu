@@ -25,17 +25,22 @@ __device__ __forceinline__ float e4m3_value(uint32_t c)
     return (c & 0x80u) ? -v : v;
 }
 
-/* The scale of row r (0..15 within the strip) for k-tile j of a tile. */
-__device__ __forceinline__ float tile_scale(int enc, const uint8_t *stile, int r, int j)
+/* A lane's scale bytes of a tile (sv: NVFP4 the 8 bytes at g * 8, MXFP4 the 4 at g * 4, g = lane / 4):
+ * the code of row g + 8 hi for k-tile j (16 columns). */
+__device__ __forceinline__ uint32_t scale_byte(bool nv, uint2 sv, int hi, int j)
 {
-    const int g = r & 7, hi = r >> 3;
-    if (enc == QMM__ENC_NVFP4 || enc == QMM__ENC_NVFP4_RAW) {
-        const uint32_t u = stile[g * 8 + hi * 4 + j];
-        if (enc == QMM__ENC_NVFP4_RAW) return e4m3_value(u);
-        return ldexpf(1.0f + (float)(u & 7u) * 0.125f, (int)(u >> 3) - 9);
-    }
-    const uint32_t c = stile[g * 4 + hi * 2 + (j >> 1)];
-    return c == 0xffu ? __int_as_float(0x7fc00000) : ldexpf(1.0f, (int)c - 127);
+    if (nv) return ((hi ? sv.y : sv.x) >> (8 * j)) & 0xffu;
+    return (sv.x >> (8 * (2 * hi + (j >> 1)))) & 0xffu;
+}
+
+/* The scale of row g + 8 hi for k-tile j, exactly, for the RAW encodings (NaN codes give NaN). */
+__device__ __forceinline__ float tile_scale(int enc, uint2 sv, int hi, int j)
+{
+    const bool nv = enc == QMM__ENC_NVFP4 || enc == QMM__ENC_NVFP4_RAW;
+    const uint32_t u = scale_byte(nv, sv, hi, j);
+    if (enc == QMM__ENC_NVFP4_RAW) return e4m3_value(u);
+    if (nv) return ldexpf(1.0f + (float)(u & 7u) * 0.125f, (int)(u >> 3) - 9);
+    return u == 0xffu ? __int_as_float(0x7fc00000) : ldexpf(1.0f, (int)u - 127);
 }
 
 template <bool HALF>
@@ -52,11 +57,11 @@ constexpr int kDqTiles = 4; /* tiles per warp, their loads issued together */
  * 4 (stride 32: eight-way conflicts, 128 shared-memory cycles per tile) */
 constexpr int kDqRow = 72;
 
-/* Decode one tile (16 rows x ck columns, d = this lane's 16 bytes, sv = its scale bytes for the fast
- * encodings: NVFP4 8 at g * 8, MXFP4 4 at g * 4) into the warp's shared tile ts. */
+/* Decode one tile (16 rows x ck columns, d = this lane's 16 bytes, sv = its scale bytes, see
+ * scale_byte) into the warp's shared tile ts. */
 template <bool HALF>
-__device__ __forceinline__ void dequant_tile(uint4 d, uint2 sv, const uint8_t *stile, int enc, int mx_off, uint32_t fix2,
-                                             int g, int t, uint16_t (*ts)[kDqRow])
+__device__ __forceinline__ void dequant_tile(uint4 d, uint2 sv, int enc, int mx_off, uint32_t fix2, int g, int t,
+                                             uint16_t (*ts)[kDqRow])
 {
     const uint32_t w[4] = {d.x, d.y, d.z, d.w};
     const bool fp8 = enc == QMM__ENC_FP8 || enc == QMM__ENC_FP8_RAW;
@@ -84,14 +89,10 @@ __device__ __forceinline__ void dequant_tile(uint4 d, uint2 sv, const uint8_t *s
         } else {
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                uint32_t f0, f1;
-                if (enc == QMM__ENC_NVFP4) {
-                    f0 = qmm__nvfp4_factor((sv.x >> (8 * j)) & 0xffu);
-                    f1 = qmm__nvfp4_factor((sv.y >> (8 * j)) & 0xffu);
-                } else {
-                    f0 = qmm__mxfp4_factor((sv.x >> (8 * (j >> 1))) & 0xffu, mx_off);
-                    f1 = qmm__mxfp4_factor((sv.x >> (16 + 8 * (j >> 1))) & 0xffu, mx_off);
-                }
+                const bool nv = enc == QMM__ENC_NVFP4;
+                const uint32_t u0 = scale_byte(nv, sv, 0, j), u1 = scale_byte(nv, sv, 1, j);
+                const uint32_t f0 = nv ? qmm__nvfp4_factor(u0) : qmm__mxfp4_factor(u0, mx_off);
+                const uint32_t f1 = nv ? qmm__nvfp4_factor(u1) : qmm__mxfp4_factor(u1, mx_off);
                 const int col = 16 * j + 2 * t;
                 uint32_t r[4];
                 qmm__e2m1_word_decode(w[j], r);
@@ -118,7 +119,7 @@ __device__ __forceinline__ void dequant_tile(uint4 d, uint2 sv, const uint8_t *s
             for (int i = 0; i < 8; i++) {
                 const int R = i & 3, e = i >> 2, r = g + 8 * (R & 1), col = 16 * j + 2 * t + e + 8 * (R >> 1);
                 const uint32_t h = (regs[R] >> (16 * e)) & 0xffffu;
-                const float v = __uint_as_float(h << 16) * 0x1p126f * tile_scale(enc, stile, r, j);
+                const float v = __uint_as_float(h << 16) * 0x1p126f * tile_scale(enc, sv, R & 1, j);
                 ts[r][col] = to_bits<HALF>(v);
             }
         }
@@ -150,8 +151,8 @@ __global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *dat
         if (tile < total) {
             const size_t at = (size_t)strip0 * chunks + (size_t)tile;
             dv[i] = __ldcs(data + at * 32 + lane);
-            if (enc == QMM__ENC_NVFP4) sv[i] = *reinterpret_cast<const uint2 *>(scales + at * 64 + g * 8);
-            else if (enc == QMM__ENC_MXFP4) sv[i].x = *reinterpret_cast<const uint32_t *>(scales + at * 32 + g * 4);
+            if (stile_bytes == 64) sv[i] = *reinterpret_cast<const uint2 *>(scales + at * 64 + g * 8);
+            else if (stile_bytes == 32) sv[i].x = *reinterpret_cast<const uint32_t *>(scales + at * 32 + g * 4);
         }
     }
     uint16_t(*ts)[kDqRow] = tile_s[warp];
@@ -161,9 +162,8 @@ __global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *dat
         const long long tile = base + (long long)i * kDqWarps;
         if (tile >= total) break;
         const int strip = strip0 + (int)(tile / chunks), chunk = (int)(tile % chunks);
-        const uint8_t *stile = stile_bytes ? scales + ((size_t)strip * chunks + chunk) * stile_bytes : nullptr;
         if (i) __syncwarp(); /* the tile before is written out */
-        dequant_tile<HALF>(dv[i], sv[i], stile, enc, mx_off, fix2, g, t, ts);
+        dequant_tile<HALF>(dv[i], sv[i], enc, mx_off, fix2, g, t, ts);
         __syncwarp();
         const int col0 = chunk * ck + piece * 8;
         for (int rr = lane / lpr; rr < 16; rr += rpi) {
