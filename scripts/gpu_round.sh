@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # One tuning round on the lent GPU machine: build (sm_90a), ctest -L cuda, then benchmarks given as
 # arguments, each "NAME|ENV|BENCH_ARGS" (ENV may be empty, e.g. "QMM_CUDA_SPLITS=2"); a summary of each.
+# A hung kernel costs at most CTEST_TIMEOUT (300 s) or BENCH_TIMEOUT (240 s per benchmark), not the call.
 set -uo pipefail
 . "$(dirname "$0")/gpu_lib.sh"
 stamp build
 gpu_build . build.log qmm test_cuda || exit 1
 if [ "${NO_TEST:-0}" != 1 ]; then
   stamp "ctest -L cuda"
-  ctest --test-dir build-gpu -L cuda --output-on-failure > "$OUT/ctest_cuda.log" 2>&1
+  ctest --test-dir build-gpu -L cuda --output-on-failure --timeout "${CTEST_TIMEOUT:-300}" > "$OUT/ctest_cuda.log" 2>&1
   echo "ctest rc=$?"; grep -E "tests passed|FAIL|CHECK" "$OUT/ctest_cuda.log" | head -20
 fi
 for spec in "$@"; do
   IFS='|' read -r name envs args <<< "$spec"
   stamp "bench $name: $envs $args"
-  env $envs build-gpu/qmm bench --backend cuda --json $args > "$OUT/bench_$name.jsonl" 2> "$OUT/bench_$name.err"
+  timeout "${BENCH_TIMEOUT:-240}" env $envs build-gpu/qmm bench --backend cuda --json $args > "$OUT/bench_$name.jsonl" 2> "$OUT/bench_$name.err"
   echo "rc=$?"; head -3 "$OUT/bench_$name.err"
   python3 scripts/bench_summary.py "$OUT/bench_$name.jsonl" | grep -v "^bf16" | tail -n +3 | cut -c1-110
 done
