@@ -670,16 +670,26 @@ template <int ENC, bool FP16A, int NB>
 cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, size_t counter_count, cudaStream_t s)
 {
     using cfg = stage_config<ENC, FP16A, NB>;
-    static bool configured = false;
+    /* the shared memory a block may opt into bounds WHOLE's staging and decides whether PIPE can run:
+     * 227 KB on sm_90 and 163 KB on sm_80, but 99 KB on sm_86, sm_89 and sm_120, where asking for more
+     * fails (and would fail every call) */
+    static bool configured = false, pipe_ok = false;
+    static size_t whole_max = 0;
     if (!configured) {
-        cudaError_t e = cudaFuncSetAttribute(mma_kernel<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::bytes);
+        int dev = 0, optin = 0;
+        cudaError_t e = cudaGetDevice(&dev);
+        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+        if (e == cudaSuccess) e = cudaFuncSetAttribute(mma_kernel<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::bytes);
+        whole_max = optin < kWholeMax ? (size_t)optin : (size_t)kWholeMax;
         if constexpr (NB <= 2)
             if (e == cudaSuccess)
-                e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, kWholeMax);
+                e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)whole_max);
         if constexpr (!FP16A && NB >= 2)
-            if (e == cudaSuccess)
+            if (e == cudaSuccess && pipe_config<ENC, NB>::bytes <= optin) {
                 e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          pipe_config<ENC, NB>::bytes);
+                pipe_ok = e == cudaSuccess;
+            }
         if (e != cudaSuccess) return e;
         configured = true;
     }
@@ -701,12 +711,12 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
      * PIPE (bf16 activations in 16-byte aligned rows; 20-35% faster than STEP at M = 32..256), then STEP */
     bool launched = false;
     if constexpr (NB <= 2)
-        if (whole <= (size_t)kWholeMax) {
+        if (whole <= whole_max) {
             mma_kernel_whole<ENC, FP16A, NB><<<(unsigned)grid, kThreads, whole, s>>>(p);
             launched = true;
         }
     if constexpr (!FP16A && NB >= 2)
-        if (!launched && p.aligned) {
+        if (!launched && p.aligned && pipe_ok) {
             mma_kernel_pipe<ENC, NB><<<(unsigned)grid, kThreads, pipe_config<ENC, NB>::bytes, s>>>(p);
             launched = true;
         }
