@@ -16,3 +16,17 @@ gpu_build() {
         cmake --build "$src/build-gpu" -j "${JOBS:-$(nproc)}" --target "$@" >> "$log" 2>&1 ||
         { grep -E "error|Error" "$log" | head -40; return 1; }
 }
+# gpu_bundle DIR NAME: replaces everything under DIR by one archive DIR/NAME.tgz (the device tool brings
+# back eight files at most).
+gpu_bundle() {
+    tar -czf "/tmp/$2.tgz" -C "$1" . && find "$1" -mindepth 1 -delete && mv "/tmp/$2.tgz" "$1/$2.tgz"
+}
+# gpu_ncu_bench REGEX SHAPE M PATH NCU_ARGS...: Nsight Compute on the 4th launch of the kernels matching
+# REGEX in `qmm bench --path PATH` (NVFP4, one shape, one M), at the application clocks unless
+# NCU_CLOCKS=base; NCU_ARGS choose the sections, metrics and output.
+gpu_ncu_bench() {
+    local re=$1 shape=$2 m=$3 path=$4
+    shift 4
+    ncu --kernel-name "regex:$re" --launch-skip 3 --launch-count 1 --clock-control "${NCU_CLOCKS:-none}" --import-source no "$@" \
+        build-gpu/qmm bench --backend cuda --format nvfp4 --shapes "$shape" --m "$m" --path "$path" --reps 2 --rotate-mb 512
+}

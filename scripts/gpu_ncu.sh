@@ -20,10 +20,10 @@ i=0
 for km in "$@"; do
   i=$((i+1)); IFS=: read -r re m envs <<< "$km"
   stamp "ncu $re M=$m $envs"
-  env $envs ncu --kernel-name "regex:$re" --launch-skip 3 --launch-count 1 --set full --import-source no --clock-control ${NCU_CLOCKS:-none} \
-    --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,regex:sm__pipe_.*_cycles_active\.avg\.pct_of_peak_sustained_active,regex:sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active" --page details \
-    build-gpu/qmm bench --backend cuda --format nvfp4 --shapes "$shape" --m "$m" --path "$path" --reps 2 --rotate-mb 512 \
-    > "$OUT/ncu_$i.txt" 2>&1
+  ( [ -n "$envs" ] && export $envs
+    gpu_ncu_bench "$re" "$shape" "$m" "$path" --set full --page details \
+      --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,regex:sm__pipe_.*_cycles_active\.avg\.pct_of_peak_sustained_active,regex:sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active" \
+      > "$OUT/ncu_$i.txt" 2>&1 )
   echo "ncu rc=$?"
   grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Executed Ipc A|No Eligible|Warp Cycles Per Issued|L2 Hit|Shared.*Bank|Block Limit|Grid Size|L1/TEX Cache Throughput|L2 Cache Throughput|DRAM Throughput" "$OUT/ncu_$i.txt" | head -30
   grep -E "issue_stalled" "$OUT/ncu_$i.txt" | awk '{ if ($NF+0 >= 0.2) print }' | sort -k3 -n -r | head -12

@@ -12,10 +12,9 @@ shape=$1 path=$2 re=$3 m=$4; shift 4
 stamp build
 gpu_build . build.log qmm || exit 1
 stamp "ncu $re M=$m $*"
-env "$@" ncu --kernel-name "regex:$re" --launch-skip 3 --launch-count 1 --clock-control none \
-    --section SourceCounters --section WarpStateStats --section LaunchStats --import-source no \
-    -o "$OUT/sass" -f build-gpu/qmm bench --backend cuda --format nvfp4 --shapes "$shape" --m "$m" \
-    --path "$path" --reps 2 --rotate-mb 512 > "$OUT/ncu_sass.log" 2>&1
+( [ $# -gt 0 ] && export "$@"
+  gpu_ncu_bench "$re" "$shape" "$m" "$path" --section SourceCounters --section WarpStateStats --section LaunchStats \
+    -o "$OUT/sass" -f > "$OUT/ncu_sass.log" 2>&1 )
 echo "ncu rc=$?"; tail -3 "$OUT/ncu_sass.log"
 ncu --import "$OUT/sass.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_source.csv" 2> "$OUT/sass_source.err"
 echo "source page rc=$? $(wc -l < "$OUT/sass_source.csv") lines"; head -3 "$OUT/sass_source.err"

@@ -21,7 +21,6 @@ done
 [ -f "$OUT/ctest_cuda.log" ] && grep -E "tests passed" "$OUT/ctest_cuda.log"
 # the device tool brings back 8 files at most: more go back as one archive
 if [ "$(find "$OUT" -type f | wc -l)" -gt 8 ]; then
-  tar -czf /tmp/round.tgz -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv /tmp/round.tgz "$OUT/round.tgz"
-  echo "files bundled in round.tgz"
+  gpu_bundle "$OUT" round && echo "files bundled in round.tgz"
 fi
 stamp done

@@ -4,7 +4,7 @@
 # git archive BRANCH | tar -x -C exp/NAME` and pass `exp` to the device tool's carry). All trees are
 # built at once (sm_90a, the cores shared), then each tree's command runs inside it, one after another
 # so that no two benchmarks share the GPU, with OUT=$OUT/NAME; everything comes back as one archive
-# (trees.tgz), the device tool bringing back eight files at most.
+# (trees.tgz, gpu_bundle).
 # Usage: scripts/gpu_trees.sh "NAME|COMMAND" ...
 #   e.g. scripts/gpu_trees.sh "pairs|scripts/gpu_round.sh \"on||--path fused --m 16\"" "pdl|NO_TEST=1 scripts/gpu_round.sh ..."
 set -uo pipefail
@@ -16,8 +16,8 @@ for spec in "$@"; do
   name=${spec%%|*}
   [ -d "exp/$name" ] || { echo "no tree exp/$name"; continue; }
   mkdir -p "$top/$name"
-  ( cd "exp/$name" && OUT="$top/$name" JOBS=$jobs bash -c '. scripts/gpu_lib.sh; gpu_build . build.log qmm test_cuda' \
-      > "$top/$name/build_stdout.txt" 2>&1; echo "build $name rc=$?" ) &
+  ( cd "exp/$name" && OUT="$top/$name" JOBS=$jobs gpu_build . build.log qmm test_cuda > "$top/$name/build_stdout.txt" 2>&1
+    echo "build $name rc=$?" ) &
 done
 wait
 for spec in "$@"; do
@@ -26,5 +26,5 @@ for spec in "$@"; do
   stamp "$name: $cmd"
   ( cd "exp/$name" && OUT="$top/$name" bash -c "$cmd" )
 done
-tar -czf /tmp/trees.tgz -C "$top" . && find "$top" -mindepth 1 -delete && mv /tmp/trees.tgz "$top/trees.tgz"
+gpu_bundle "$top" trees
 stamp done
