@@ -299,9 +299,13 @@ static void test_bad_inputs(void)
     qmm_context_destroy(other);
 }
 
-int main(void)
+/* `test_cuda pairs` (ctest test_cuda_pairs, run with QMM_CUDA_PAIRS=1): the paths, long K and batch
+ * invariance again with the fused path's pair mode forced onto every weight (by default it is on only for
+ * FP8 weights of 100 M elements or more, larger than these tests') */
+int main(int argc, char **argv)
 {
-    harness_begin("test_cuda");
+    const int pairs_only = argc > 1 && strcmp(argv[1], "pairs") == 0;
+    harness_begin(pairs_only ? "test_cuda pairs" : "test_cuda");
     if (qmm_backend_available(QMM_BACKEND_CUDA) != QMM_OK) {
         printf("test_cuda: skipped: %s\n", qmm_last_error());
         return 77;
@@ -313,6 +317,14 @@ int main(void)
     ctx = cuda_context(0, NULL);
     if (!ref || !ctx) return harness_end("test_cuda");
     printf("test_cuda: %s\n", qmm_context_describe(ctx));
+    if (pairs_only) {
+        test_paths_and_shapes();
+        test_long_k();
+        test_batch_invariance();
+        qmm_context_destroy(ctx);
+        qmm_context_destroy(ref);
+        return harness_end("test_cuda pairs");
+    }
     test_paths_and_shapes();
     test_types_and_epilogues();
     test_long_k();

@@ -653,8 +653,6 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
         __syncthreads(); /* stage s is in; every warp is done with the slot the next issue overwrites */
         issue(s + kPipeStages - 1);
         if (!u.active) continue;
-        if constexpr (NB >= 4) /* pair mode's units of two fine splits (half % D == 0) */
-            if (p.half && s * D == p.half) pair_stash<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
         const uint32_t a_slot = a_lane + (uint32_t)((s % kPipeStages) * cfg::stage_elems * 2);
         const bool full = (s + 2) * D <= n; /* the next step's tiles all exist: loads without predicates */
 #pragma unroll
@@ -667,6 +665,8 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
                 ring[q] = __ldcs(dq + (D + q) * 32);
                 sring[q] = load_scales<ENC>(sq + (D + q) * ST);
             }
+            if constexpr (NB >= 4) /* pair mode's units of two fine splits: the second one starts */
+                if (c == p.half && c > 0) pair_stash<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
             compute_tile_b<ENC, false, NB, 1>(
                 p, d, sc,
                 [&](int nb, int gi, int) {
@@ -728,26 +728,29 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
     return best;
 }
 
-/* Pair mode of the fused path (weights of at least kPairElements): 16-row tiles want a finer split than
- * the taller ones (measured on the H200, 2026-11-30, FP8: the split for one wave of four CTAs per SM
- * took M = 16 on (8192, 28672) from 129 to 86 us and on (6144, 18432) from 72 to 57, while the same
- * split made M = 32 and 64 3-32% slower), but the split may not depend on M (batch invariance). So the
- * fine split (for four CTAs per SM, in multiples of 8 tiles) is the unit of summation for every tile
- * height: 16-row tiles run one fine split per unit and the reduction adds the partials two by two,
- * (p0 + p1) + (p2 + p3) + ...; taller tiles run two fine splits per unit, restarting the sum at the
- * boundary, and form the same pair p0 + p1 themselves, so the reduction over their partials performs
- * the same additions in the same order. Returns false (pair mode off) where the fine split is a single
- * one or the workspace cannot hold the partials. */
+/* Pair mode of the fused path (FP8 weights of at least kPairElements): 16-row tiles want a finer split
+ * than the taller ones (measured on the H200, 2026-11-30, FP8: the split for one wave of four CTAs per
+ * SM took M = 16 on (8192, 28672) from 129 to 86 us and on (6144, 18432) from 72 to 57, while the same
+ * split made M = 32 and 64 3-32% slower), but the split may not depend on M (batch invariance). So each
+ * unit of the usual split (split_for_fused, taller tiles) is cut in two halves, the fine splits, which
+ * are the units of summation for every tile height: 16-row tiles run one fine split per unit (twice the
+ * CTAs, four per SM) and the reduction adds the partials two by two, (p0 + p1) + (p2 + p3) + ...; taller
+ * tiles run the usual units, restarting the sum at the half, and form the same pair p0 + p1
+ * themselves, so the reduction over their partials performs the same additions in the same order.
+ * Returns false (pair mode off) where the split has no halves or the workspace cannot hold the
+ * partials. A first version that took a fine split of its own (rounded to 8 tiles) unbalanced the
+ * taller tiles' units: (6144, 18432) M = 32 and 64 8-10% slower (2026-11-30). */
 constexpr long long kPairElements = 100LL << 20;
 
 template <int NB>
 static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t partial_floats, size_t counter_count)
 {
-    const int sf = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count, 4);
-    const int cps_f = ((p.chunks + sf - 1) / sf + 7) / 8 * 8;
+    const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count);
+    const int cps_c = ((p.chunks + sc - 1) / sc + 1) / 2 * 2; /* even: two halves */
+    const int cps_f = cps_c / 2;
     const int s_f = (p.chunks + cps_f - 1) / cps_f;
-    if (s_f < 2) return false;
-    const int cps = NB == 2 ? cps_f : 2 * cps_f;
+    if (cps_f < 1 || s_f < 2) return false;
+    const int cps = NB == 2 ? cps_f : cps_c;
     const int splits = (p.chunks + cps - 1) / cps;
     const size_t mstride = p.m < (size_t)(8 * NB) ? (size_t)p.m : (size_t)(8 * NB);
     if ((size_t)p.mtiles * p.strips * splits * mstride * 16 > partial_floats || (size_t)p.mtiles * p.strips > counter_count)
@@ -799,8 +802,10 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     static const int forced_pairs = std::getenv("QMM_CUDA_PAIRS") ? std::atoi(std::getenv("QMM_CUDA_PAIRS")) : -1;
     p.pairs = 0;
     p.half = 0;
+    /* FP8 only by default: NVFP4 at M = 16 was 4% faster on (8192, 28672) and 3% slower on (6144,
+     * 18432) with the fine split (its 4-tile PIPE spills 40 bytes at 64 registers) */
     const bool pair_wanted = NB >= 2 && forced_splits <= 0 &&
-                             (forced_pairs >= 0 ? forced_pairs == 1 : (long long)p.n * p.k >= kPairElements);
+                             (forced_pairs >= 0 ? forced_pairs == 1 : ENC == QMM__ENC_FP8 && (long long)p.n * p.k >= kPairElements);
     const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
     if (!pair) {
         int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
