@@ -738,7 +738,9 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
  * tiles run the usual units, restarting the sum at the half, and form the same pair p0 + p1
  * themselves, so the reduction over their partials performs the same additions in the same order.
  * Returns false (pair mode off) where the split has no halves or the workspace cannot hold the
- * partials. A first version that took a fine split of its own (rounded to 8 tiles) unbalanced the
+ * partials of max(M, 128) rows at every tile height: a decision of the shape and the workspace alone for
+ * every M up to 128, so that a small workspace cannot give one M pair mode and another M the plain
+ * split (past 128 rows, as for the plain split, a workspace too small changes the grouping). A first version that took a fine split of its own (rounded to 8 tiles) unbalanced the
  * taller tiles' units: (6144, 18432) M = 32 and 64 8-10% slower (2026-11-30). */
 constexpr long long kPairElements = 100LL << 20;
 
@@ -752,9 +754,11 @@ static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
     if (cps_f < 1 || s_f < 2) return false;
     const int cps = NB == 2 ? cps_f : cps_c;
     const int splits = (p.chunks + cps - 1) / cps;
-    const size_t mstride = p.m < (size_t)(8 * NB) ? (size_t)p.m : (size_t)(8 * NB);
-    if ((size_t)p.mtiles * p.strips * splits * mstride * 16 > partial_floats || (size_t)p.mtiles * p.strips > counter_count)
-        return false;
+    const size_t s_c = (size_t)(p.chunks + cps_c - 1) / cps_c, rows = p.m > 128 ? p.m : 128;
+    /* the partials of 16-row tiles (fine splits) and of max(M, 128) rows in 64-row tiles (the most any
+     * taller tile height needs for as many rows); the counters of max(M, 128) rows in 16-row tiles */
+    const size_t need16 = (size_t)p.strips * s_f * 16 * 16, need64 = ((rows + 63) / 64) * p.strips * s_c * 64 * 16;
+    if ((need16 > need64 ? need16 : need64) > partial_floats || ((rows + 15) / 16) * p.strips > counter_count) return false;
     p.cps = cps;
     p.splits = splits;
     p.pairs = NB == 2 ? 1 : 0;
@@ -811,7 +815,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
                                               : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
         const size_t mstride = p.m < cfg::rows ? (size_t)p.m : (size_t)cfg::rows;
-        /* a workspace too small for the partials: fewer splits (only then can a row's bits depend on M) */
+        /* a workspace too small for the partials: fewer splits (only then, and where a small workspace
+         * turns pair mode off, can a row's bits depend on M) */
         while (splits > 1 && ((size_t)p.mtiles * p.strips * splits * mstride * 16 > partial_floats ||
                               (size_t)p.mtiles * p.strips > counter_count))
             splits--;
