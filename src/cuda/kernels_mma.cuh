@@ -755,10 +755,11 @@ static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
     const int cps = NB == 2 ? cps_f : cps_c;
     const int splits = (p.chunks + cps - 1) / cps;
     const size_t s_c = (size_t)(p.chunks + cps_c - 1) / cps_c, rows = p.m > 128 ? p.m : 128;
-    /* the partials of 16-row tiles (fine splits) and of max(M, 128) rows in 64-row tiles (the most any
-     * taller tile height needs for as many rows); the counters of max(M, 128) rows in 16-row tiles */
-    const size_t need16 = (size_t)p.strips * s_f * 16 * 16, need64 = ((rows + 63) / 64) * p.strips * s_c * 64 * 16;
-    if ((need16 > need64 ? need16 : need64) > partial_floats || ((rows + 15) / 16) * p.strips > counter_count) return false;
+    /* the partials of 16-row tiles (one tile of fine splits) and of max(M, 128) rows in 64-row tiles (the
+     * most any taller tile height needs for as many rows), and their counters */
+    const size_t tiles64 = (rows + 63) / 64;
+    const size_t need16 = (size_t)p.strips * s_f * 16 * 16, need64 = tiles64 * p.strips * s_c * 64 * 16;
+    if ((need16 > need64 ? need16 : need64) > partial_floats || tiles64 * p.strips > counter_count) return false;
     p.cps = cps;
     p.splits = splits;
     p.pairs = NB == 2 ? 1 : 0;
