@@ -211,8 +211,9 @@ static void test_batch_invariance(void)
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 1500, 300, 1500, 9, 70, "fused fp16 9 vs 70");
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_BF16, 1503, 300, 1501, 12, 40, "fused unaligned 12 vs 40");
         /* K so long that 16 staged rows of one split pass WHOLE's 100 KB even at pair mode's half split:
-         * PIPE at 16 rows (4-tile stages in pair mode) against 32-row tiles */
-        mm_check_batch_invariance(ctx, formats[f], 40, 120000, 9, 30, "fused very long K 9 vs 30");
+         * PIPE at 16 rows (4-tile stages in pair mode; WHOLE stages only M + 1 rows, so M = 16) against
+         * 32-row tiles */
+        mm_check_batch_invariance(ctx, formats[f], 40, 120000, 16, 30, "fused very long K 16 vs 30");
     }
     /* materialize: the same M, other rows different */
     CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_MATERIALIZE));
