@@ -156,22 +156,34 @@ static inline double mm_check(qmm_context *ctx, qmm_context *ref, const mm_case 
 
 /* Batch invariance: row r of C is bitwise the same whatever the other rows of A are, on one path.
  * Runs m1 rows and m2 rows whose row r0 (< both) is the same, with bf16 activations and fp32 output. */
+/* The same with activations of type `at` (bf16 or fp16) in rows of lda >= k elements. */
+static inline void mm_check_batch_invariance_at(qmm_context *ctx, qmm_format f, qmm_dtype at, size_t lda, size_t n, size_t k,
+                                                size_t m1, size_t m2, const char *label);
 static inline void mm_check_batch_invariance(qmm_context *ctx, qmm_format f, size_t n, size_t k, size_t m1, size_t m2, const char *label)
+{
+    mm_check_batch_invariance_at(ctx, f, QMM_DTYPE_BF16, k, n, k, m1, m2, label);
+}
+static inline void mm_check_batch_invariance_at(qmm_context *ctx, qmm_format f, qmm_dtype at, size_t lda, size_t n, size_t k,
+                                                size_t m1, size_t m2, const char *label)
 {
     qmm_weight w;
     mm_random_weight(&w, f, n, k);
     CHECK_OK(qmm_weight_prepare(ctx, &w));
     size_t mm = m1 > m2 ? m1 : m2, r0 = (m1 < m2 ? m1 : m2) - 1;
-    uint16_t *a1 = malloc(mm * k * 2), *a2 = malloc(mm * k * 2);
+    uint16_t *a1 = malloc(mm * lda * 2), *a2 = malloc(mm * lda * 2);
     float *c1 = malloc(mm * n * 4), *c2 = malloc(mm * n * 4);
-    for (size_t i = 0; i < mm * k; i++) a1[i] = qmm_fp32_to_bf16((float)harness_normal()), a2[i] = qmm_fp32_to_bf16((float)harness_normal());
-    memcpy(a2 + r0 * k, a1 + r0 * k, k * 2);
-    void *ab1 = mm_upload(ctx, a1, m1 * k * 2), *ab2 = mm_upload(ctx, a2, m2 * k * 2);
+    for (size_t i = 0; i < mm * lda; i++) {
+        const float x1 = (float)harness_normal(), x2 = (float)harness_normal();
+        a1[i] = at == QMM_DTYPE_FP16 ? qmm_fp32_to_fp16(x1) : qmm_fp32_to_bf16(x1);
+        a2[i] = at == QMM_DTYPE_FP16 ? qmm_fp32_to_fp16(x2) : qmm_fp32_to_bf16(x2);
+    }
+    memcpy(a2 + r0 * lda, a1 + r0 * lda, lda * 2);
+    void *ab1 = mm_upload(ctx, a1, m1 * lda * 2), *ab2 = mm_upload(ctx, a2, m2 * lda * 2);
     void *cb1 = NULL, *cb2 = NULL;
     CHECK_OK(qmm_buffer_alloc(ctx, m1 * n * 4, &cb1));
     CHECK_OK(qmm_buffer_alloc(ctx, m2 * n * 4, &cb2));
-    CHECK_OK(qmm_matmul(ctx, m1, QMM_DTYPE_BF16, ab1, k, &w, QMM_DTYPE_FP32, cb1, n, NULL));
-    CHECK_OK(qmm_matmul(ctx, m2, QMM_DTYPE_BF16, ab2, k, &w, QMM_DTYPE_FP32, cb2, n, NULL));
+    CHECK_OK(qmm_matmul(ctx, m1, at, ab1, lda, &w, QMM_DTYPE_FP32, cb1, n, NULL));
+    CHECK_OK(qmm_matmul(ctx, m2, at, ab2, lda, &w, QMM_DTYPE_FP32, cb2, n, NULL));
     CHECK_OK(qmm_buffer_read(ctx, c1, cb1, m1 * n * 4));
     CHECK_OK(qmm_buffer_read(ctx, c2, cb2, m2 * n * 4));
     CHECK(memcmp(c1 + r0 * n, c2 + r0 * n, n * 4) == 0, "%s: row %zu differs between M = %zu and M = %zu", label, r0, m1, m2);

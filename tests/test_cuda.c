@@ -207,6 +207,13 @@ static void test_batch_invariance(void)
     for (int f = 0; f < 4; f++) {
         mm_check_batch_invariance(ctx, formats[f], 300, 3000, 9, 30, "fused 9 vs 30 (16- and 32-row tiles)");
         mm_check_batch_invariance(ctx, formats[f], 200, 2000, 40, 130, "fused 40 vs 130 (one and three 64-row tiles)");
+        /* the STEP variant: fp16 activations, and bf16 rows that are not 16-byte aligned */
+        mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 1500, 300, 1500, 9, 70, "fused fp16 9 vs 70");
+        mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_BF16, 1503, 300, 1501, 12, 40, "fused unaligned 12 vs 40");
+        /* K so long that 16 staged rows of one split pass WHOLE's 100 KB even at pair mode's half split:
+         * PIPE at 16 rows (4-tile stages in pair mode; WHOLE stages only M + 1 rows, so M = 16) against
+         * 32-row tiles */
+        mm_check_batch_invariance(ctx, formats[f], 40, 120000, 16, 30, "fused very long K 16 vs 30");
     }
     /* materialize: the same M, other rows different */
     CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_MATERIALIZE));
@@ -299,9 +306,13 @@ static void test_bad_inputs(void)
     qmm_context_destroy(other);
 }
 
-int main(void)
+/* `test_cuda pairs` (ctest test_cuda_pairs, run with QMM_CUDA_PAIRS=1): the paths, long K and batch
+ * invariance again with the fused path's pair mode forced onto every weight (by default it is on only for
+ * FP8 weights of 100 M elements or more, larger than these tests') */
+int main(int argc, char **argv)
 {
-    harness_begin("test_cuda");
+    const int pairs_only = argc > 1 && strcmp(argv[1], "pairs") == 0;
+    harness_begin(pairs_only ? "test_cuda pairs" : "test_cuda");
     if (qmm_backend_available(QMM_BACKEND_CUDA) != QMM_OK) {
         printf("test_cuda: skipped: %s\n", qmm_last_error());
         return 77;
@@ -313,6 +324,14 @@ int main(void)
     ctx = cuda_context(0, NULL);
     if (!ref || !ctx) return harness_end("test_cuda");
     printf("test_cuda: %s\n", qmm_context_describe(ctx));
+    if (pairs_only) {
+        test_paths_and_shapes();
+        test_long_k();
+        test_batch_invariance();
+        qmm_context_destroy(ctx);
+        qmm_context_destroy(ref);
+        return harness_end("test_cuda pairs");
+    }
     test_paths_and_shapes();
     test_types_and_epilogues();
     test_long_k();

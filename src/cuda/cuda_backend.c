@@ -54,8 +54,11 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  * 59 M elements (114 against 110 us); on the three of 113 M elements and more fused is faster at M = 128
  * (28672 x 8192 NVFP4: 252 against 411 us; FP8 on 6144 x 18432 only from 235 M: 227 against 197) and
  * materialize at M = 256 on two of the three (8192 x 28672 NVFP4: 499 against 460). FP8 at M = 9..16 on
- * the two shapes of 235 M elements runs faster on the GEMV path (two 8-row tiles of A: 100 against 139 us
- * at M = 16 on 28672 x 8192) than on the fused one, whose one-wave split is short of bytes in flight. */
+ * the two shapes of 235 M elements ran faster on the GEMV path (two 8-row tiles of A: 100 against 139 us
+ * at M = 16 on 28672 x 8192) than on the fused one, whose one-wave split was short of bytes in flight;
+ * with the fused path's pair mode (FP8 from 100 M elements, kernels_mma.cuh) the fused one is as fast
+ * or faster (2026-11-30: 8192 x 28672 89 against 100 us, 28672 x 8192 95 against 96 with the same
+ * 16-row split), so FP8 leaves the GEMV path after M = 8 on every shape. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, gemv_max_m_large, fused_max_m, fused_max_m_large, fused_large_elements;
@@ -63,7 +66,7 @@ typedef struct qmm__cuda_threshold {
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
     {QMM__ENC_NVFP4, 8, 8, 64, 128, (size_t)100 << 20},
     {QMM__ENC_MXFP4, 8, 8, 64, 128, (size_t)100 << 20},
-    {QMM__ENC_FP8, 8, 16, 64, 128, (size_t)200 << 20},
+    {QMM__ENC_FP8, 8, 8, 64, 128, (size_t)200 << 20},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)

@@ -25,6 +25,8 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
     p.counters = counters;
     p.splits = 1;
     p.cps = p.chunks;
+    p.pairs = 0;
+    p.half = 0;
     p.aligned = ((uintptr_t)a % 16 == 0) && (lda % 8 == 0);
     const bool fp16 = a_type == QMM_DTYPE_FP16;
     cudaStream_t s = static_cast<cudaStream_t>(stream);

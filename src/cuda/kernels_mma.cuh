@@ -60,6 +60,11 @@ struct mma_params {
     int strips, chunks, cps, splits, mtiles;
     uint32_t mx_bias; /* MXFP4: qmm__mxfp4_bias of the weight */
     int aligned;      /* A rows and base 16-byte aligned: whole pieces load with one 16-byte load */
+    /* split pairs (fused path on large weights, see pair_split): `pairs` = 1: the reduction adds the
+     * partials two by two, (p0 + p1) + (p2 + p3) + ...; `half` > 0: each unit's sum restarts after
+     * `half` tiles, so that its partial is already such a pair (the first half's sum waits in the
+     * unit's own partial slot) */
+    int pairs, half;
     float *partials;
     unsigned *counters;
     qmm__cuda_epilogue e;
@@ -228,6 +233,46 @@ __device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2
 }
 
 /* The end of a unit: the epilogue directly, or split-K partials and the last arrival's reduction. */
+/* Pair mode, a unit covering two fine splits (p.half > 0): at the boundary the first one's sum goes to
+ * the unit's own partial slot (pair_stash) and the accumulators restart; at the end it is added back
+ * (pair_join), first + second, exactly the sum the reduction forms when the fine splits run as units of
+ * their own. Every lane reads back only what it wrote itself. */
+template <int NB>
+__device__ __forceinline__ float *pair_slot(const mma_params &p, int strip, int split, int mtile, int rows)
+{
+    const int mstride = min(rows, p.m);
+    return p.partials + (((size_t)mtile * p.strips + strip) * p.splits + split) * mstride * 16;
+}
+template <int NB>
+__device__ __forceinline__ void pair_stash(const mma_params &p, float (&acc)[1][NB][4], int strip, int split, int mtile, int rows)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int mvalid = min(rows, p.m - mtile * rows);
+    float *slot = pair_slot<NB>(p, strip, split, mtile, rows);
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int mi = 8 * nb + 2 * t + (i & 1), r = g + 8 * (i >> 1);
+            if (mi < mvalid) slot[mi * 16 + r] = acc[0][nb][i];
+            acc[0][nb][i] = 0.0f;
+        }
+}
+template <int NB>
+__device__ __forceinline__ void pair_join(const mma_params &p, float (&acc)[1][NB][4], int strip, int split, int mtile, int rows)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int mvalid = min(rows, p.m - mtile * rows);
+    const float *slot = pair_slot<NB>(p, strip, split, mtile, rows);
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int mi = 8 * nb + 2 * t + (i & 1), r = g + 8 * (i >> 1);
+            if (mi < mvalid) acc[0][nb][i] = slot[mi * 16 + r] + acc[0][nb][i];
+        }
+}
+
 template <int NB, int CHAINS>
 __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&acc)[CHAINS][NB][4], int strip, int split,
                                             int mtile, int rows)
@@ -275,8 +320,19 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
         for (int i = 0; i < 4; i++) {
             const int mi = 8 * nb + 2 * t + (i & 1), r = g + 8 * (i >> 1);
             if (mi >= mvalid) continue;
-            float tot = 0.0f;
-            for (int sp_i = 0; sp_i < p.splits; sp_i++) tot += __ldcg(part + (size_t)sp_i * mstride * 16 + mi * 16 + r);
+            /* from the first partial on (not 0 + p0, which would turn -0 into +0 where one split stores
+             * its sum directly), two at a time in pair mode */
+            const float *pp = part + mi * 16 + r;
+            const size_t ps = (size_t)mstride * 16;
+            float tot;
+            if (p.pairs) {
+                tot = p.splits > 1 ? __ldcg(pp) + __ldcg(pp + ps) : __ldcg(pp);
+                for (int sp_i = 2; sp_i < p.splits; sp_i += 2)
+                    tot += sp_i + 1 < p.splits ? __ldcg(pp + sp_i * ps) + __ldcg(pp + (sp_i + 1) * ps) : __ldcg(pp + sp_i * ps);
+            } else {
+                tot = __ldcg(pp);
+                for (int sp_i = 1; sp_i < p.splits; sp_i++) tot += __ldcg(pp + sp_i * ps);
+            }
             const int n = n0 + 8 * (i >> 1);
             if (n < p.n) qmm__epilogue_store(p.e, (size_t)(m0 + mi), (size_t)n, tot);
         }
@@ -395,12 +451,16 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_para
                 const uint32_t *rp[NB];
 #pragma unroll
                 for (int nb = 0; nb < NB; nb++) rp[nb] = st + nb * 8 * kRowW + tt * cfg::tile_words;
+                if constexpr (NB >= 4) /* pair mode's units of two fine splits: taller tiles only */
+                    if (p.half && c - c0 == p.half) pair_stash<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
                 compute_tile<ENC, FP16A, NB, CHAINS>(p, d, sc, rp, cfg::words, acc);
             }
             if (s + 1 < steps) store_step((s + 1) & 1); /* nobody reads that stage until the barrier */
             __syncthreads();
         }
     }
+    if constexpr (NB >= 4)
+        if (u.active && p.half && c1 - c0 > p.half) pair_join<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
     if (u.active) finish_unit<NB, CHAINS>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
 }
 
@@ -500,13 +560,13 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
  * bank groups. The MMAs are those of the other variants in the same order, so the bits are too. */
 constexpr int kPipeStages = 3;
 
-template <int ENC, int NB>
+template <int ENC, int NB, int TILES = (NB == 2 ? 8 : 4)>
 struct pipe_config {
     static constexpr int rows = 8 * NB;
     /* weight tiles per stage, also the depth of each lane's weight ring: 8 for one 16-row tile of A, whose
-     * short per-tile work needs more weight bytes in flight (the fused split fills one wave, about 14
-     * warps per SM), 4 for the taller tiles */
-    static constexpr int tiles = NB == 2 ? 8 : 4;
+     * short per-tile work needs more weight bytes in flight (the fused split fills one wave of two CTAs
+     * per SM, about 14 warps), 4 for the taller tiles and for 16-row tiles at four CTAs per SM (pair mode) */
+    static constexpr int tiles = TILES;
     static constexpr int cols = tiles * enc_traits<ENC>::tile_k; /* columns of A per stage */
     static constexpr int stride = cols + 8;                              /* bf16 per staged row */
     static constexpr int stage_elems = rows * stride;
@@ -536,10 +596,10 @@ __device__ __forceinline__ uint4 ldmatrix_x4(uint32_t addr)
     return r;
 }
 
-template <int ENC, int NB>
-__global__ void __launch_bounds__(kThreads, 2) mma_kernel_pipe(mma_params p)
+template <int ENC, int NB, int TILES = (NB == 2 ? 8 : 4), int MINB = 2>
+__global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
 {
-    using cfg = pipe_config<ENC, NB>;
+    using cfg = pipe_config<ENC, NB, TILES>;
     using tr = enc_traits<ENC>;
     constexpr int D = cfg::tiles, ST = tr::scale_tile;
     extern __shared__ __align__(16) uint16_t smem_a[];
@@ -605,6 +665,8 @@ __global__ void __launch_bounds__(kThreads, 2) mma_kernel_pipe(mma_params p)
                 ring[q] = __ldcs(dq + (D + q) * 32);
                 sring[q] = load_scales<ENC>(sq + (D + q) * ST);
             }
+            if constexpr (NB >= 4) /* pair mode's units of two fine splits: the second one starts */
+                if (c == p.half && c > 0) pair_stash<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
             compute_tile_b<ENC, false, NB, 1>(
                 p, d, sc,
                 [&](int nb, int gi, int) {
@@ -616,6 +678,8 @@ __global__ void __launch_bounds__(kThreads, 2) mma_kernel_pipe(mma_params p)
         if (ST) sq += D * ST;
     }
     cp_async_wait<0>();
+    if constexpr (NB >= 4)
+        if (u.active && p.half && n > p.half) pair_join<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
     if (u.active) finish_unit<NB, 1>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
 }
 
@@ -651,7 +715,7 @@ static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
  * M = 16 24 against 32 us and M = 64 66 against 95. A second wave of short CTAs costs more than the
  * latency it hides once the MMAs dominate. A function of the shape and the SM count only, like
  * split_for, so the fused path is batch invariant across its tile heights. */
-static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
+static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count, int per_sm = 2)
 {
     const int groups = (strips + kWarps - 1) / kWarps;
     const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
@@ -659,9 +723,48 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
     for (int sp = 2; sp <= max_splits && sp <= 16; sp++) {
         const int cps = (chunks + sp - 1) / sp;
         if ((chunks + cps - 1) / cps != sp) continue; /* no empty splits */
-        if ((long long)groups * sp <= 2LL * sm_count) best = sp;
+        if ((long long)groups * sp <= (long long)per_sm * sm_count) best = sp;
     }
     return best;
+}
+
+/* Pair mode of the fused path (FP8 weights of at least kPairElements): 16-row tiles want a finer split
+ * than the taller ones (measured on the H200, 2026-11-30, FP8: the split for one wave of four CTAs per
+ * SM took M = 16 on (8192, 28672) from 129 to 86 us and on (6144, 18432) from 72 to 57, while the same
+ * split made M = 32 and 64 3-32% slower), but the split may not depend on M (batch invariance). So each
+ * unit of the usual split (split_for_fused, taller tiles) is cut in two halves, the fine splits, which
+ * are the units of summation for every tile height: 16-row tiles run one fine split per unit (twice the
+ * CTAs, four per SM) and the reduction adds the partials two by two, (p0 + p1) + (p2 + p3) + ...; taller
+ * tiles run the usual units, restarting the sum at the half, and form the same pair p0 + p1
+ * themselves, so the reduction over their partials performs the same additions in the same order.
+ * Returns false (pair mode off) where the split has no halves or the workspace cannot hold the
+ * partials of max(M, 128) rows at every tile height: a decision of the shape and the workspace alone for
+ * every M up to 128, so that a small workspace cannot give one M pair mode and another M the plain
+ * split (past 128 rows, as for the plain split, a workspace too small changes the grouping). A first version that took a fine split of its own (rounded to 8 tiles) unbalanced the
+ * taller tiles' units: (6144, 18432) M = 32 and 64 8-10% slower (2026-11-30). */
+constexpr long long kPairElements = 100LL << 20;
+
+template <int NB>
+static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t partial_floats, size_t counter_count)
+{
+    const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count);
+    const int cps_c = ((p.chunks + sc - 1) / sc + 1) / 2 * 2; /* even: two halves */
+    const int cps_f = cps_c / 2;
+    const int s_f = (p.chunks + cps_f - 1) / cps_f;
+    if (cps_f < 1 || s_f < 2) return false;
+    const int cps = NB == 2 ? cps_f : cps_c;
+    const int splits = (p.chunks + cps - 1) / cps;
+    const size_t s_c = (size_t)(p.chunks + cps_c - 1) / cps_c, rows = p.m > 128 ? p.m : 128;
+    /* the partials of 16-row tiles (one tile of fine splits) and of max(M, 128) rows in 64-row tiles (the
+     * most any taller tile height needs for as many rows), and their counters */
+    const size_t tiles64 = (rows + 63) / 64;
+    const size_t need16 = (size_t)p.strips * s_f * 16 * 16, need64 = tiles64 * p.strips * s_c * 64 * 16;
+    if ((need16 > need64 ? need16 : need64) > partial_floats || tiles64 * p.strips > counter_count) return false;
+    p.cps = cps;
+    p.splits = splits;
+    p.pairs = NB == 2 ? 1 : 0;
+    p.half = NB == 2 ? 0 : cps_f;
+    return true;
 }
 
 /* Launch one variant: raise its shared-memory limit once, then the grid of (strip group, split, M tile)
@@ -688,6 +791,10 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
             if (e == cudaSuccess && pipe_config<ENC, NB>::bytes <= optin) {
                 e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          pipe_config<ENC, NB>::bytes);
+                if constexpr (NB == 2)
+                    if (e == cudaSuccess)
+                        e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, 2, 4, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 pipe_config<ENC, 2, 4>::bytes);
                 pipe_ok = e == cudaSuccess;
             }
         if (e != cudaSuccess) return e;
@@ -695,15 +802,28 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     }
     /* QMM_CUDA_SPLITS (a tuning knob for benchmarks, not for use): the split of K, forced */
     static const int forced_splits = std::getenv("QMM_CUDA_SPLITS") ? std::atoi(std::getenv("QMM_CUDA_SPLITS")) : 0;
-    int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
-                                          : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
-    const size_t mstride = p.m < cfg::rows ? (size_t)p.m : (size_t)cfg::rows;
-    /* a workspace too small for the partials: fewer splits (only then can a row's bits depend on M) */
-    while (splits > 1 && ((size_t)p.mtiles * p.strips * splits * mstride * 16 > partial_floats ||
-                          (size_t)p.mtiles * p.strips > counter_count))
-        splits--;
-    p.cps = (p.chunks + splits - 1) / splits;
-    p.splits = (p.chunks + p.cps - 1) / p.cps;
+    /* QMM_CUDA_PAIRS=1 or 0 (a knob for tests and benchmarks, not for use): pair mode on any weight, or
+     * on none */
+    static const int forced_pairs = std::getenv("QMM_CUDA_PAIRS") ? std::atoi(std::getenv("QMM_CUDA_PAIRS")) : -1;
+    p.pairs = 0;
+    p.half = 0;
+    /* FP8 only by default: NVFP4 at M = 16 was 4% faster on (8192, 28672) and 3% slower on (6144,
+     * 18432) with the fine split (its 4-tile PIPE spills 40 bytes at 64 registers) */
+    const bool pair_wanted = NB >= 2 && forced_splits <= 0 &&
+                             (forced_pairs >= 0 ? forced_pairs == 1 : ENC == QMM__ENC_FP8 && (long long)p.n * p.k >= kPairElements);
+    const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
+    if (!pair) {
+        int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
+                                              : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
+        const size_t mstride = p.m < cfg::rows ? (size_t)p.m : (size_t)cfg::rows;
+        /* a workspace too small for the partials: fewer splits (only then, and where a small workspace
+         * turns pair mode off, can a row's bits depend on M) */
+        while (splits > 1 && ((size_t)p.mtiles * p.strips * splits * mstride * 16 > partial_floats ||
+                              (size_t)p.mtiles * p.strips > counter_count))
+            splits--;
+        p.cps = (p.chunks + splits - 1) / splits;
+        p.splits = (p.chunks + p.cps - 1) / p.cps;
+    }
     const long long grid = (long long)((p.strips + kWarps - 1) / kWarps) * p.splits * p.mtiles;
     const int srows = whole_rows(cfg::rows, p.m < cfg::rows ? p.m : cfg::rows);
     const size_t whole = (size_t)cfg::planes * srows * (size_t)whole_stride(p.cps * enc_traits<ENC>::tile_k) * 4;
@@ -717,7 +837,10 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         }
     if constexpr (!FP16A && NB >= 2)
         if (!launched && p.aligned && pipe_ok) {
-            mma_kernel_pipe<ENC, NB><<<(unsigned)grid, kThreads, pipe_config<ENC, NB>::bytes, s>>>(p);
+            if (NB == 2 && pair) /* the fine split fills four CTAs per SM: 4-tile stages, 64 registers */
+                mma_kernel_pipe<ENC, 2, 4, 4><<<(unsigned)grid, kThreads, pipe_config<ENC, 2, 4>::bytes, s>>>(p);
+            else
+                mma_kernel_pipe<ENC, NB><<<(unsigned)grid, kThreads, pipe_config<ENC, NB>::bytes, s>>>(p);
             launched = true;
         }
     if (!launched) mma_kernel<ENC, FP16A, NB><<<(unsigned)grid, kThreads, cfg::bytes, s>>>(p);
