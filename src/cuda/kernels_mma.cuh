@@ -704,13 +704,17 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     /* QMM_CUDA_PDL=1 (an experiment knob): WHOLE launched as a programmatic dependent launch on sm_90
      * devices, so that its start overlaps the end of the call before */
     static const bool pdl_knob = std::getenv("QMM_CUDA_PDL") && std::getenv("QMM_CUDA_PDL")[0] == '1';
-    static int cc_major = -1;
-    if (cc_major < 0) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
-            cc_major = 0;
+    /* only where the loaded kernel was compiled from sm_90 code or later, which has the griddepcontrol
+     * instructions (a newer GPU running the compute_80 PTX would launch as dependent but never wait) */
+    static int pdl_able = -1;
+    if (pdl_knob && pdl_able < 0) {
+        int dev = 0, major = 0;
+        cudaFuncAttributes fa;
+        pdl_able = cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                   major >= 9 && cudaFuncGetAttributes(&fa, mma_kernel_whole<ENC, FP16A, NB>) == cudaSuccess && fa.ptxVersion >= 90;
     }
-    const bool pdl = pdl_knob && cc_major >= 9;
+    const bool pdl = pdl_knob && pdl_able == 1;
+    cudaError_t launch_err = cudaSuccess;
     /* QMM_CUDA_SPLITS (a tuning knob for benchmarks, not for use): the split of K, forced */
     static const int forced_splits = std::getenv("QMM_CUDA_SPLITS") ? std::atoi(std::getenv("QMM_CUDA_SPLITS")) : 0;
     int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
@@ -741,8 +745,7 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
                 lc.stream = s;
                 lc.attrs = at;
                 lc.numAttrs = 1;
-                const cudaError_t le = cudaLaunchKernelEx(&lc, mma_kernel_whole<ENC, FP16A, NB>, p);
-                if (le != cudaSuccess) return le;
+                launch_err = cudaLaunchKernelEx(&lc, mma_kernel_whole<ENC, FP16A, NB>, p);
             } else {
                 mma_kernel_whole<ENC, FP16A, NB><<<(unsigned)grid, kThreads, whole, s>>>(p);
             }
@@ -754,7 +757,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
             launched = true;
         }
     if (!launched) mma_kernel<ENC, FP16A, NB><<<(unsigned)grid, kThreads, cfg::bytes, s>>>(p);
-    return cudaGetLastError();
+    const cudaError_t e = cudaGetLastError(); /* also clears the error a failed launch left */
+    return launch_err != cudaSuccess ? launch_err : e;
 }
 
 /* One encoding's entry point (kernels_mma_<enc>.cu): picks the variant for NB and the activation type. */
