@@ -492,6 +492,14 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
     uint4 ring[D];
     uint2 sring[D];
     ring_start<ENC>(p, u, n, lane, g, dq, sq, ring, sring);
+    /* programmatic dependent launch (sm_90; the launcher uses it with QMM_CUDA_PDL=1, an experiment):
+     * the next call may start once every CTA got here, and this call's weights, which no kernel before
+     * it writes, are already on their way before it waits for the call before; A, the partials, the
+     * counters and C only after. Without the launch attribute both instructions return at once. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
     /* stage A[m0 .. m0 + srows) x [c0 * tile_k, + klen): rows past M load as zeros */
     const int per_row = klen / 8, kbase = c0 * tr::tile_k;
     for (int v = tid; v < srows * per_row; v += kThreads) {
@@ -800,6 +808,20 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         if (e != cudaSuccess) return e;
         configured = true;
     }
+    /* QMM_CUDA_PDL=1 (an experiment knob): WHOLE launched as a programmatic dependent launch on sm_90
+     * devices, so that its start overlaps the end of the call before */
+    static const bool pdl_knob = std::getenv("QMM_CUDA_PDL") && std::getenv("QMM_CUDA_PDL")[0] == '1';
+    /* only where the loaded kernel was compiled from sm_90 code or later, which has the griddepcontrol
+     * instructions (a newer GPU running the compute_80 PTX would launch as dependent but never wait) */
+    static int pdl_able = -1;
+    if (pdl_knob && pdl_able < 0) {
+        int dev = 0, major = 0;
+        cudaFuncAttributes fa;
+        pdl_able = cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                   major >= 9 && cudaFuncGetAttributes(&fa, mma_kernel_whole<ENC, FP16A, NB>) == cudaSuccess && fa.ptxVersion >= 90;
+    }
+    const bool pdl = pdl_knob && pdl_able == 1;
+    cudaError_t launch_err = cudaSuccess;
     /* QMM_CUDA_SPLITS (a tuning knob for benchmarks, not for use): the split of K, forced */
     static const int forced_splits = std::getenv("QMM_CUDA_SPLITS") ? std::atoi(std::getenv("QMM_CUDA_SPLITS")) : 0;
     /* QMM_CUDA_PAIRS=1 or 0 (a knob for tests and benchmarks, not for use): pair mode on any weight, or
@@ -832,7 +854,21 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     bool launched = false;
     if constexpr (NB <= 2)
         if (whole <= whole_max) {
-            mma_kernel_whole<ENC, FP16A, NB><<<(unsigned)grid, kThreads, whole, s>>>(p);
+            if (pdl) {
+                cudaLaunchConfig_t lc = {};
+                cudaLaunchAttribute at[1];
+                at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+                at[0].val.programmaticStreamSerializationAllowed = 1;
+                lc.gridDim = dim3((unsigned)grid);
+                lc.blockDim = dim3(kThreads);
+                lc.dynamicSmemBytes = whole;
+                lc.stream = s;
+                lc.attrs = at;
+                lc.numAttrs = 1;
+                launch_err = cudaLaunchKernelEx(&lc, mma_kernel_whole<ENC, FP16A, NB>, p);
+            } else {
+                mma_kernel_whole<ENC, FP16A, NB><<<(unsigned)grid, kThreads, whole, s>>>(p);
+            }
             launched = true;
         }
     if constexpr (!FP16A && NB >= 2)
@@ -844,7 +880,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
             launched = true;
         }
     if (!launched) mma_kernel<ENC, FP16A, NB><<<(unsigned)grid, kThreads, cfg::bytes, s>>>(p);
-    return cudaGetLastError();
+    const cudaError_t e = cudaGetLastError(); /* also clears the error a failed launch left */
+    return launch_err != cudaSuccess ? launch_err : e;
 }
 
 /* One encoding's entry point (kernels_mma_<enc>.cu): picks the variant for NB and the activation type. */
