@@ -488,7 +488,11 @@ QMM_API void qmm_epilogue_init(qmm_epilogue *epi);
  * path they are batch invariant (a row of C does not depend on the other rows of A) and the same bit
  * for bit whatever the number of threads.
  * On the CUDA backend a, c, bias and column_scale are device pointers and w must be prepared
- * (qmm_weight_prepare); the call is asynchronous on the context's stream.
+ * (qmm_weight_prepare); the call is asynchronous on the context's stream. On sm_90 and later a qmm
+ * kernel may start its prepared-weight reads while the kernel before it on the stream is still running
+ * (programmatic dependent launch; it reads a, c and the workspace only after that kernel is done), so
+ * a kernel of yours that triggers its dependents early (griddepcontrol.launch_dependents) must not
+ * write w's device buffers after its trigger.
  * Errors: QMM_ERR_NULL_POINTER (ctx, a, w, c), QMM_ERR_INVALID_SIZE (m is 0), QMM_ERR_INVALID_STRIDE,
  * QMM_ERR_INVALID_ENUM (a_type, c_type, activation), QMM_ERR_NON_FINITE (alpha or beta),
  * QMM_ERR_UNSUPPORTED (a type or path the backend lacks, a non-canonical scale layout),

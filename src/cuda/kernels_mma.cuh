@@ -492,8 +492,8 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
     uint4 ring[D];
     uint2 sring[D];
     ring_start<ENC>(p, u, n, lane, g, dq, sq, ring, sring);
-    /* programmatic dependent launch (sm_90; the launcher uses it with QMM_CUDA_PDL=1, an experiment):
-     * the next call may start once every CTA got here, and this call's weights, which no kernel before
+    /* programmatic dependent launch (sm_90 and later; the launcher's default there, QMM_CUDA_PDL=0 turns
+     * it off): the next call may start once every CTA got here, and this call's weights, which no kernel before
      * it writes, are already on their way before it waits for the call before; A, the partials, the
      * counters and C only after. Without the launch attribute both instructions return at once. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -808,9 +808,11 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         if (e != cudaSuccess) return e;
         configured = true;
     }
-    /* QMM_CUDA_PDL=1 (an experiment knob): WHOLE launched as a programmatic dependent launch on sm_90
-     * devices, so that its start overlaps the end of the call before */
-    static const bool pdl_knob = std::getenv("QMM_CUDA_PDL") && std::getenv("QMM_CUDA_PDL")[0] == '1';
+    /* WHOLE is launched as a programmatic dependent launch on sm_90 and later, so that its start (its
+     * first weight loads) overlaps the end of the kernel before it on the stream, where that kernel
+     * allows it (qmm's own WHOLE does): M = 1 5-10% faster for back-to-back calls on the H200 (BENCHMARKS.md,
+     * row 26). QMM_CUDA_PDL=0 (a knob for benchmarks) launches it plainly. */
+    static const bool pdl_knob = !(std::getenv("QMM_CUDA_PDL") && std::getenv("QMM_CUDA_PDL")[0] == '0');
     /* only where the loaded kernel was compiled from sm_90 code or later, which has the griddepcontrol
      * instructions (a newer GPU running the compute_80 PTX would launch as dependent but never wait) */
     static int pdl_able = -1;
