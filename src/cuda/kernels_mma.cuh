@@ -468,6 +468,19 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_para
  * missing rows read. */
 __host__ __device__ __forceinline__ int whole_rows(int rows, int valid) { return valid < rows ? valid + 1 : rows; }
 
+/* Programmatic dependent launch (sm_90 and later; the launcher's default there, QMM_CUDA_PDL=0 turns it
+ * off), called once a CTA's first weight loads are issued: the next kernel on the stream may launch once
+ * every CTA got here, and this one waits for the kernel before it to finish only now, so its weights,
+ * which no kernel before it writes, are already on their way; A, the partials, the counters and C are
+ * touched only after. Without the launch attribute both instructions return at once. */
+__device__ __forceinline__ void pdl_overlap()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 /* WHOLE: the CTA's whole K range of activations staged once, then every warp streams its tiles with no
  * further barrier (NB = 1 and 2, when it fits in shared memory). The ring's steady state runs with no
  * predicate: a turn of `depth` tiles loads the next turn's, while two turns remain; the last two turns
@@ -492,14 +505,7 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
     uint4 ring[D];
     uint2 sring[D];
     ring_start<ENC>(p, u, n, lane, g, dq, sq, ring, sring);
-    /* programmatic dependent launch (sm_90 and later; the launcher's default there, QMM_CUDA_PDL=0 turns
-     * it off): the next call may start once every CTA got here, and this call's weights, which no kernel before
-     * it writes, are already on their way before it waits for the call before; A, the partials, the
-     * counters and C only after. Without the launch attribute both instructions return at once. */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
+    pdl_overlap();
     /* stage A[m0 .. m0 + srows) x [c0 * tile_k, + klen): rows past M load as zeros */
     const int per_row = klen / 8, kbase = c0 * tr::tile_k;
     for (int v = tid; v < srows * per_row; v += kThreads) {
@@ -647,6 +653,7 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
     uint4 ring[D];
     uint2 sring[D];
     ring_start<ENC>(p, u, n, lane, g, dq, sq, ring, sring);
+    pdl_overlap();
 #pragma unroll
     for (int s = 0; s < kPipeStages - 1; s++) issue(s);
 
@@ -777,6 +784,27 @@ static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
 
 /* Launch one variant: raise its shared-memory limit once, then the grid of (strip group, split, M tile)
  * with the M tiles of one piece of W adjacent. */
+/* Launches KERNEL(p) on s, as a programmatic dependent launch (pdl_overlap) when pdl is set. */
+template <typename Kernel>
+static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cudaStream_t s, bool pdl, const mma_params &p)
+{
+    if (!pdl) {
+        kernel<<<(unsigned)grid, kThreads, smem, s>>>(p);
+        return cudaSuccess; /* the caller reads cudaGetLastError */
+    }
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    lc.gridDim = dim3((unsigned)grid);
+    lc.blockDim = dim3(kThreads);
+    lc.dynamicSmemBytes = smem;
+    lc.stream = s;
+    lc.attrs = at;
+    lc.numAttrs = 1;
+    return cudaLaunchKernelEx(&lc, kernel, p);
+}
+
 template <int ENC, bool FP16A, int NB>
 cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, size_t counter_count, cudaStream_t s)
 {
@@ -808,9 +836,9 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         if (e != cudaSuccess) return e;
         configured = true;
     }
-    /* WHOLE is launched as a programmatic dependent launch on sm_90 and later, so that its start (its
-     * first weight loads) overlaps the end of the kernel before it on the stream, where that kernel
-     * allows it (qmm's own WHOLE does): M = 1 5-10% faster for back-to-back calls on the H200 (BENCHMARKS.md,
+    /* WHOLE and PIPE are launched as programmatic dependent launches on sm_90 and later, so that their
+     * start (the first weight loads) overlaps the end of the kernel before them on the stream, where that
+     * kernel allows it (qmm's own WHOLE and PIPE do): M = 1 5-10% faster for back-to-back calls on the H200 (BENCHMARKS.md,
      * row 26). QMM_CUDA_PDL=0 (a knob for benchmarks) launches it plainly. */
     static const bool pdl_knob = !(std::getenv("QMM_CUDA_PDL") && std::getenv("QMM_CUDA_PDL")[0] == '0');
     /* only where the loaded kernel was compiled from sm_90 code or later, which has the griddepcontrol
@@ -856,29 +884,15 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     bool launched = false;
     if constexpr (NB <= 2)
         if (whole <= whole_max) {
-            if (pdl) {
-                cudaLaunchConfig_t lc = {};
-                cudaLaunchAttribute at[1];
-                at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-                at[0].val.programmaticStreamSerializationAllowed = 1;
-                lc.gridDim = dim3((unsigned)grid);
-                lc.blockDim = dim3(kThreads);
-                lc.dynamicSmemBytes = whole;
-                lc.stream = s;
-                lc.attrs = at;
-                lc.numAttrs = 1;
-                launch_err = cudaLaunchKernelEx(&lc, mma_kernel_whole<ENC, FP16A, NB>, p);
-            } else {
-                mma_kernel_whole<ENC, FP16A, NB><<<(unsigned)grid, kThreads, whole, s>>>(p);
-            }
+            launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB>, grid, whole, s, pdl, p);
             launched = true;
         }
     if constexpr (!FP16A && NB >= 2)
         if (!launched && p.aligned && pipe_ok) {
             if (NB == 2 && pair) /* the fine split fills four CTAs per SM: 4-tile stages, 64 registers */
-                mma_kernel_pipe<ENC, 2, 4, 4><<<(unsigned)grid, kThreads, pipe_config<ENC, 2, 4>::bytes, s>>>(p);
+                launch_err = launch_kernel(mma_kernel_pipe<ENC, 2, 4, 4>, grid, pipe_config<ENC, 2, 4>::bytes, s, pdl, p);
             else
-                mma_kernel_pipe<ENC, NB><<<(unsigned)grid, kThreads, pipe_config<ENC, NB>::bytes, s>>>(p);
+                launch_err = launch_kernel(mma_kernel_pipe<ENC, NB>, grid, pipe_config<ENC, NB>::bytes, s, pdl, p);
             launched = true;
         }
     if (!launched) mma_kernel<ENC, FP16A, NB><<<(unsigned)grid, kThreads, cfg::bytes, s>>>(p);
