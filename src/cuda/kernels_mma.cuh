@@ -839,7 +839,7 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     /* WHOLE and PIPE are launched as programmatic dependent launches on sm_90 and later, so that their
      * start (the first weight loads) overlaps the end of the kernel before them on the stream, where that
      * kernel allows it (qmm's own WHOLE and PIPE do): M = 1 5-10% faster for back-to-back calls on the H200 (BENCHMARKS.md,
-     * row 26). QMM_CUDA_PDL=0 (a knob for benchmarks) launches it plainly. */
+     * rows 28-29). QMM_CUDA_PDL=0 (a knob for benchmarks) launches it plainly. */
     static const bool pdl_knob = !(std::getenv("QMM_CUDA_PDL") && std::getenv("QMM_CUDA_PDL")[0] == '0');
     /* only where the loaded kernel was compiled from sm_90 code or later, which has the griddepcontrol
      * instructions (a newer GPU running the compute_80 PTX would launch as dependent but never wait) */
