@@ -782,8 +782,6 @@ static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
     return true;
 }
 
-/* Launch one variant: raise its shared-memory limit once, then the grid of (strip group, split, M tile)
- * with the M tiles of one piece of W adjacent. */
 /* Launches KERNEL(p) on s, as a programmatic dependent launch (pdl_overlap) when pdl is set. */
 template <typename Kernel>
 static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cudaStream_t s, bool pdl, const mma_params &p)
@@ -805,6 +803,8 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cud
     return cudaLaunchKernelEx(&lc, kernel, p);
 }
 
+/* Launch one variant: raise its shared-memory limit once, then the grid of (strip group, split, M tile)
+ * with the M tiles of one piece of W adjacent. */
 template <int ENC, bool FP16A, int NB>
 cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, size_t counter_count, cudaStream_t s)
 {
