@@ -345,7 +345,8 @@ QMM_API qmm_status qmm_path_from_name(const char *name, qmm_path *out);
 typedef struct qmm_context_options {
     qmm_backend backend;    /* default QMM_BACKEND_AUTO */
     int num_threads;        /* CPU backend: worker threads; 0 (default) = online cores */
-    int cuda_device;        /* CUDA backend: device ordinal; default 0 */
+    int cuda_device;        /* CUDA backend: device ordinal; default 0. The context's calls make it the
+                               calling thread's current CUDA device and leave it so */
     void *cuda_stream;      /* CUDA backend: the cudaStream_t to run on; NULL (default) = the context
                                makes its own non-blocking stream */
     size_t workspace_bytes; /* CUDA backend: workspace allocated with the context; 0 (default) = the
