@@ -155,14 +155,8 @@ static inline double mm_check(qmm_context *ctx, qmm_context *ref, const mm_case 
 }
 
 /* Batch invariance: row r of C is bitwise the same whatever the other rows of A are, on one path.
- * Runs m1 rows and m2 rows whose row r0 (< both) is the same, with bf16 activations and fp32 output. */
-/* The same with activations of type `at` (bf16 or fp16) in rows of lda >= k elements. */
-static inline void mm_check_batch_invariance_at(qmm_context *ctx, qmm_format f, qmm_dtype at, size_t lda, size_t n, size_t k,
-                                                size_t m1, size_t m2, const char *label);
-static inline void mm_check_batch_invariance(qmm_context *ctx, qmm_format f, size_t n, size_t k, size_t m1, size_t m2, const char *label)
-{
-    mm_check_batch_invariance_at(ctx, f, QMM_DTYPE_BF16, k, n, k, m1, m2, label);
-}
+ * Runs m1 rows and m2 rows whose row r0 (< both) is the same, with activations of type `at` (bf16 or
+ * fp16) in rows of lda >= k elements and fp32 output. */
 static inline void mm_check_batch_invariance_at(qmm_context *ctx, qmm_format f, qmm_dtype at, size_t lda, size_t n, size_t k,
                                                 size_t m1, size_t m2, const char *label)
 {
@@ -190,6 +184,12 @@ static inline void mm_check_batch_invariance_at(qmm_context *ctx, qmm_format f, 
     qmm_buffer_free(ctx, ab1), qmm_buffer_free(ctx, ab2), qmm_buffer_free(ctx, cb1), qmm_buffer_free(ctx, cb2);
     free(a1), free(a2), free(c1), free(c2);
     qmm_weight_free(&w);
+}
+
+/* The same with bf16 activations in rows of k elements. */
+static inline void mm_check_batch_invariance(qmm_context *ctx, qmm_format f, size_t n, size_t k, size_t m1, size_t m2, const char *label)
+{
+    mm_check_batch_invariance_at(ctx, f, QMM_DTYPE_BF16, k, n, k, m1, m2, label);
 }
 
 #endif

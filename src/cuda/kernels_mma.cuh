@@ -31,7 +31,14 @@
  * the epilogue. The split depends on the path (GEMV or fused) and the weight's shape, never on M, and
  * all variants run the same MMAs in the same order, so on one path row m of C is the same whatever the
  * other rows of A. M tiles of one range of W are adjacent in the grid, so they run together and share W
- * through L2. */
+ * through L2.
+ *
+ * Contents, in order: parameters and per-encoding traits; loads and staging of A (load_a8, store_a8,
+ * stage_config); one tile's decode and MMAs (compute_tile_b); the end of a unit (partial_slot, pair mode's
+ * pair_stash / pair_join, finish_unit with the split-K reduction); unit_of and ring_start; the kernels
+ * STEP (mma_kernel), WHOLE (mma_kernel_whole, with pdl_overlap) and PIPE (mma_kernel_pipe, with its
+ * cp.async helpers); then the host side: the split rules (split_for, split_for_fused, pair_split),
+ * launch_kernel, launch_variant (the choice of variant) and launch_encoding. */
 #ifndef QMM_CUDA_KERNELS_MMA_CUH
 #define QMM_CUDA_KERNELS_MMA_CUH
 
@@ -232,23 +239,23 @@ __device__ __forceinline__ void compute_tile(const mma_params &p, uint4 d, uint2
         [&](int nb, int gi, int plane) { return *reinterpret_cast<const uint4 *>(rp[nb] + gi * 16 + plane * plane_words); }, acc);
 }
 
-/* The end of a unit: the epilogue directly, or split-K partials and the last arrival's reduction. */
+/* The split-K partial of one unit: min(rows, M) rows of A x 16 rows of W, row of A major. */
+__device__ __forceinline__ float *partial_slot(const mma_params &p, int strip, int split, int mtile, int rows)
+{
+    const int mstride = min(rows, p.m);
+    return p.partials + (((size_t)mtile * p.strips + strip) * p.splits + split) * mstride * 16;
+}
+
 /* Pair mode, a unit covering two fine splits (p.half > 0): at the boundary the first one's sum goes to
  * the unit's own partial slot (pair_stash) and the accumulators restart; at the end it is added back
  * (pair_join), first + second, exactly the sum the reduction forms when the fine splits run as units of
  * their own. Every lane reads back only what it wrote itself. */
 template <int NB>
-__device__ __forceinline__ float *pair_slot(const mma_params &p, int strip, int split, int mtile, int rows)
-{
-    const int mstride = min(rows, p.m);
-    return p.partials + (((size_t)mtile * p.strips + strip) * p.splits + split) * mstride * 16;
-}
-template <int NB>
 __device__ __forceinline__ void pair_stash(const mma_params &p, float (&acc)[1][NB][4], int strip, int split, int mtile, int rows)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int mvalid = min(rows, p.m - mtile * rows);
-    float *slot = pair_slot<NB>(p, strip, split, mtile, rows);
+    float *slot = partial_slot(p, strip, split, mtile, rows);
 #pragma unroll
     for (int nb = 0; nb < NB; nb++)
 #pragma unroll
@@ -263,7 +270,7 @@ __device__ __forceinline__ void pair_join(const mma_params &p, float (&acc)[1][N
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int mvalid = min(rows, p.m - mtile * rows);
-    const float *slot = pair_slot<NB>(p, strip, split, mtile, rows);
+    const float *slot = partial_slot(p, strip, split, mtile, rows);
 #pragma unroll
     for (int nb = 0; nb < NB; nb++)
 #pragma unroll
@@ -273,6 +280,7 @@ __device__ __forceinline__ void pair_join(const mma_params &p, float (&acc)[1][N
         }
 }
 
+/* The end of a unit: the epilogue directly, or split-K partials and the last arrival's reduction. */
 template <int NB, int CHAINS>
 __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&acc)[CHAINS][NB][4], int strip, int split,
                                             int mtile, int rows)
@@ -297,7 +305,7 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
     }
     const int mstride = min(rows, p.m);     /* rows of A stored per unit */
     const int mvalid = min(rows, p.m - m0); /* rows of A in this tile */
-    float *part = p.partials + (((size_t)mtile * p.strips + strip) * p.splits) * mstride * 16;
+    float *part = partial_slot(p, strip, 0, mtile, rows);
 #pragma unroll
     for (int nb = 0; nb < NB; nb++)
 #pragma unroll
@@ -730,7 +738,7 @@ static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
  * M = 16 24 against 32 us and M = 64 66 against 95. A second wave of short CTAs costs more than the
  * latency it hides once the MMAs dominate. A function of the shape and the SM count only, like
  * split_for, so the fused path is batch invariant across its tile heights. */
-static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count, int per_sm = 2)
+static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
 {
     const int groups = (strips + kWarps - 1) / kWarps;
     const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
@@ -738,7 +746,7 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
     for (int sp = 2; sp <= max_splits && sp <= 16; sp++) {
         const int cps = (chunks + sp - 1) / sp;
         if ((chunks + cps - 1) / cps != sp) continue; /* no empty splits */
-        if ((long long)groups * sp <= (long long)per_sm * sm_count) best = sp;
+        if ((long long)groups * sp <= 2LL * sm_count) best = sp;
     }
     return best;
 }
@@ -838,17 +846,19 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     }
     /* WHOLE and PIPE are launched as programmatic dependent launches on sm_90 and later, so that their
      * start (the first weight loads) overlaps the end of the kernel before them on the stream, where that
-     * kernel allows it (qmm's own WHOLE and PIPE do): M = 1 5-10% faster for back-to-back calls on the H200 (BENCHMARKS.md,
-     * rows 28-29). QMM_CUDA_PDL=0 (a knob for benchmarks) launches it plainly. */
+     * kernel allows it (qmm's own WHOLE and PIPE do): M = 1 2-11% faster for back-to-back calls on the H200
+     * (BENCHMARKS.md, rows 28-29). QMM_CUDA_PDL=0 (a knob for benchmarks) launches it plainly. */
     static const bool pdl_knob = !(std::getenv("QMM_CUDA_PDL") && std::getenv("QMM_CUDA_PDL")[0] == '0');
-    /* only where the loaded kernel was compiled from sm_90 code or later, which has the griddepcontrol
-     * instructions (a newer GPU running the compute_80 PTX would launch as dependent but never wait) */
+    /* only where the loaded kernels were compiled from sm_90 code or later, which has the griddepcontrol
+     * instructions (a newer GPU running the compute_80 PTX would launch as dependent but never wait);
+     * asked of STEP, which exists for every NB and comes from the same compilation (asking WHOLE would
+     * instantiate it for NB = 4 and 8, where it never runs) */
     static int pdl_able = -1;
     if (pdl_knob && pdl_able < 0) {
         int dev = 0, major = 0;
         cudaFuncAttributes fa;
         pdl_able = cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-                   major >= 9 && cudaFuncGetAttributes(&fa, mma_kernel_whole<ENC, FP16A, NB>) == cudaSuccess && fa.ptxVersion >= 90;
+                   major >= 9 && cudaFuncGetAttributes(&fa, mma_kernel<ENC, FP16A, NB>) == cudaSuccess && fa.ptxVersion >= 90;
     }
     const bool pdl = pdl_knob && pdl_able == 1;
     cudaError_t launch_err = cudaSuccess;
@@ -857,8 +867,6 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     /* QMM_CUDA_PAIRS=1 or 0 (a knob for tests and benchmarks, not for use): pair mode on any weight, or
      * on none */
     static const int forced_pairs = std::getenv("QMM_CUDA_PAIRS") ? std::atoi(std::getenv("QMM_CUDA_PAIRS")) : -1;
-    p.pairs = 0;
-    p.half = 0;
     /* FP8 only by default: NVFP4 at M = 16 was 4% faster on (8192, 28672) and 3% slower on (6144,
      * 18432) with the fine split (its 4-tile PIPE spills 40 bytes at 64 registers) */
     const bool pair_wanted = NB >= 2 && forced_splits <= 0 &&
