@@ -288,7 +288,7 @@ static void test_second_device(void)
     if (!d1) return;
     printf("test_cuda: second device: %s\n", qmm_context_describe(d1));
     char label[160];
-    static const size_t ms[] = {1, 7, 16, 40, 100};
+    static const size_t ms[] = {1, 7, 16, 24, 40, 100};
     const qmm_path paths[3] = {QMM_PATH_GEMV, QMM_PATH_FUSED, QMM_PATH_MATERIALIZE};
     for (int p = 0; p < 3; p++) {
         CHECK_OK(qmm_context_set_path(d1, paths[p]));
@@ -300,6 +300,16 @@ static void test_second_device(void)
                 snprintf(label, sizeof label, "device 1 %s format %d m %zu", qmm_path_name(paths[p]), (int)formats[f], c.m);
                 mm_check(d1, ref, &c, label);
             }
+    }
+    /* the other variants past 48 KB: STEP (fp16 activations), WHOLE and PIPE at 16 rows on long K */
+    CHECK_OK(qmm_context_set_path(d1, QMM_PATH_FUSED));
+    for (int f = 0; f < 4; f++) {
+        mm_case h = {formats[f], 40, 300, 4104, QMM_DTYPE_FP16, QMM_DTYPE_FP32, 0, QMM_ACT_NONE, 0, 0};
+        snprintf(label, sizeof label, "device 1 fused fp16 format %d", (int)formats[f]);
+        mm_check(d1, ref, &h, label);
+        mm_case l = {formats[f], 16, 40, 70001, QMM_DTYPE_BF16, QMM_DTYPE_FP32, 0, QMM_ACT_NONE, 0, 0};
+        snprintf(label, sizeof label, "device 1 fused long K format %d", (int)formats[f]);
+        mm_check(d1, ref, &l, label);
     }
     qmm_context_destroy(d1);
 }

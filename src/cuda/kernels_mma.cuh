@@ -840,8 +840,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
-    if (dev < 0 || dev >= kMaxDevices) return cudaErrorInvalidDevice;
-    variant_setup &vs = setups[dev];
+    variant_setup beyond; /* a device past the table: set up on every call (the calls are idempotent) */
+    variant_setup &vs = dev >= 0 && dev < kMaxDevices ? setups[dev] : beyond;
     if (!vs.done.load(std::memory_order_acquire)) {
         std::lock_guard<std::mutex> lock(vs.mu);
         if (!vs.done.load(std::memory_order_relaxed)) {
@@ -866,7 +866,10 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
                                                      pipe_config<ENC, 2, 4>::bytes);
                     vs.pipe_ok = e == cudaSuccess;
                 }
-            if (e != cudaSuccess) return e; /* not done: the next call tries again */
+            if (e != cudaSuccess) {
+                (void)cudaGetLastError(); /* reported here, not by a later, unrelated launch check */
+                return e;                 /* not done: the next call tries again */
+            }
             /* the dependent launch only where the loaded kernels were compiled from sm_90 code or later,
              * which has the griddepcontrol instructions (a newer GPU running the compute_80 PTX would
              * launch as dependent but never wait); asked of STEP, which exists for every NB (asking
