@@ -270,6 +270,50 @@ static void test_graph_capture(void)
     graph_capture_case((size_t)3 << 20, 1000, 1100, 600);
 }
 
+/* A second device, after the first has run every kernel variant: the kernels' shared-memory limits are
+ * raised per device, so a process with contexts on two GPUs must work on both (on one GPU: nothing). */
+static void test_second_device(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) {
+        printf("test_cuda: one device, the second-device case skipped\n");
+        return;
+    }
+    qmm_context_options o;
+    qmm_context_options_init(&o);
+    o.backend = QMM_BACKEND_CUDA;
+    o.cuda_device = 1;
+    qmm_context *d1 = NULL;
+    CHECK_OK(qmm_context_create(&o, &d1));
+    if (!d1) return;
+    printf("test_cuda: second device: %s\n", qmm_context_describe(d1));
+    char label[160];
+    static const size_t ms[] = {1, 7, 16, 24, 40, 100};
+    const qmm_path paths[3] = {QMM_PATH_GEMV, QMM_PATH_FUSED, QMM_PATH_MATERIALIZE};
+    for (int p = 0; p < 3; p++) {
+        CHECK_OK(qmm_context_set_path(d1, paths[p]));
+        for (int f = 0; f < 4; f++)
+            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+                /* bf16 rows 16-byte aligned: PIPE for 40 and 100 rows, whose stages pass the default 48 KB
+                 * of dynamic shared memory (it fails on a device whose limit was not raised) */
+                mm_case c = {formats[f], ms[mi], 300, 4104, QMM_DTYPE_BF16, QMM_DTYPE_FP32, 0, QMM_ACT_NONE, 0, 0};
+                snprintf(label, sizeof label, "device 1 %s format %d m %zu", qmm_path_name(paths[p]), (int)formats[f], c.m);
+                mm_check(d1, ref, &c, label);
+            }
+    }
+    /* the other variants past 48 KB: STEP (fp16 activations), WHOLE and PIPE at 16 rows on long K */
+    CHECK_OK(qmm_context_set_path(d1, QMM_PATH_FUSED));
+    for (int f = 0; f < 4; f++) {
+        mm_case h = {formats[f], 40, 300, 4104, QMM_DTYPE_FP16, QMM_DTYPE_FP32, 0, QMM_ACT_NONE, 0, 0};
+        snprintf(label, sizeof label, "device 1 fused fp16 format %d", (int)formats[f]);
+        mm_check(d1, ref, &h, label);
+        mm_case l = {formats[f], 16, 40, 70001, QMM_DTYPE_BF16, QMM_DTYPE_FP32, 0, QMM_ACT_NONE, 0, 0};
+        snprintf(label, sizeof label, "device 1 fused long K format %d", (int)formats[f]);
+        mm_check(d1, ref, &l, label);
+    }
+    qmm_context_destroy(d1);
+}
+
 static void test_bad_inputs(void)
 {
     qmm_weight w;
@@ -334,6 +378,7 @@ int main(int argc, char **argv)
     test_batch_invariance();
     if (!pairs_only) {
         test_graph_capture();
+        test_second_device();
         test_bad_inputs();
     }
     qmm_context_destroy(ctx);

@@ -44,7 +44,9 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <type_traits>
 
 #include "decode.h"
@@ -811,56 +813,75 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cud
     return cudaLaunchKernelEx(&lc, kernel, p);
 }
 
-/* Launch one variant: raise its shared-memory limit once, then the grid of (strip group, split, M tile)
+/* What launch_variant sets up once per device for one instantiation (see there). */
+constexpr int kMaxDevices = 64;
+struct variant_setup {
+    std::mutex mu;
+    std::atomic<bool> done{false};
+    bool pipe_ok = false, pdl_able = false;
+    size_t whole_max = 0;
+};
+
+/* Launch one variant: raise its shared-memory limits once per device, then the grid of (strip group, split, M tile)
  * with the M tiles of one piece of W adjacent. */
 template <int ENC, bool FP16A, int NB>
 cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, size_t counter_count, cudaStream_t s)
 {
     using cfg = stage_config<ENC, FP16A, NB>;
-    /* the shared memory a block may opt into bounds WHOLE's staging and decides whether PIPE can run:
-     * 227 KB on sm_90 and 163 KB on sm_80, but 99 KB on sm_86, sm_89 and sm_120, where asking for more
-     * fails (and would fail every call) */
-    static bool configured = false, pipe_ok = false;
-    static size_t whole_max = 0;
-    if (!configured) {
-        int dev = 0, optin = 0;
-        cudaError_t e = cudaGetDevice(&dev);
-        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-        if (e == cudaSuccess) e = cudaFuncSetAttribute(mma_kernel<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::bytes);
-        whole_max = optin < kWholeMax ? (size_t)optin : (size_t)kWholeMax;
-        if constexpr (NB <= 2)
-            if (e == cudaSuccess)
-                e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)whole_max);
-        if constexpr (!FP16A && NB >= 2)
-            if (e == cudaSuccess && pipe_config<ENC, NB>::bytes <= optin) {
-                e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         pipe_config<ENC, NB>::bytes);
-                if constexpr (NB == 2)
-                    if (e == cudaSuccess)
-                        e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, 2, 4, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 pipe_config<ENC, 2, 4>::bytes);
-                pipe_ok = e == cudaSuccess;
-            }
-        if (e != cudaSuccess) return e;
-        configured = true;
-    }
     /* WHOLE and PIPE are launched as programmatic dependent launches on sm_90 and later, so that their
      * start (the first weight loads) overlaps the end of the kernel before them on the stream, where that
      * kernel allows it (qmm's own WHOLE and PIPE do): M = 1 2-11% faster for back-to-back calls on the H200
      * (BENCHMARKS.md, rows 28-29). QMM_CUDA_PDL=0 (a knob for benchmarks) launches it plainly. */
     static const bool pdl_knob = !(std::getenv("QMM_CUDA_PDL") && std::getenv("QMM_CUDA_PDL")[0] == '0');
-    /* only where the loaded kernels were compiled from sm_90 code or later, which has the griddepcontrol
-     * instructions (a newer GPU running the compute_80 PTX would launch as dependent but never wait);
-     * asked of STEP, which exists for every NB and comes from the same compilation (asking WHOLE would
-     * instantiate it for NB = 4 and 8, where it never runs) */
-    static int pdl_able = -1;
-    if (pdl_knob && pdl_able < 0) {
-        int dev = 0, major = 0;
-        cudaFuncAttributes fa;
-        pdl_able = cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-                   major >= 9 && cudaFuncGetAttributes(&fa, mma_kernel<ENC, FP16A, NB>) == cudaSuccess && fa.ptxVersion >= 90;
+    /* once per device (the calling thread's current one, which the backend sets to the context's): the
+     * kernels' shared-memory limits, which cudaFuncSetAttribute raises for the current device only, and
+     * what the device allows */
+    static variant_setup setups[kMaxDevices];
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    variant_setup beyond; /* a device past the table: set up on every call (the calls are idempotent) */
+    variant_setup &vs = dev >= 0 && dev < kMaxDevices ? setups[dev] : beyond;
+    if (!vs.done.load(std::memory_order_acquire)) {
+        std::lock_guard<std::mutex> lock(vs.mu);
+        if (!vs.done.load(std::memory_order_relaxed)) {
+            /* the shared memory a block may opt into bounds WHOLE's staging and decides whether PIPE can
+             * run: 227 KB on sm_90 and 163 KB on sm_80, but 99 KB on sm_86, sm_89 and sm_120, where asking
+             * for more fails (and would fail every call) */
+            int optin = 0, major = 0;
+            e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+            if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+            if (e == cudaSuccess) e = cudaFuncSetAttribute(mma_kernel<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::bytes);
+            vs.whole_max = optin < kWholeMax ? (size_t)optin : (size_t)kWholeMax;
+            if constexpr (NB <= 2)
+                if (e == cudaSuccess)
+                    e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)vs.whole_max);
+            if constexpr (!FP16A && NB >= 2)
+                if (e == cudaSuccess && pipe_config<ENC, NB>::bytes <= optin) {
+                    e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             pipe_config<ENC, NB>::bytes);
+                    if constexpr (NB == 2)
+                        if (e == cudaSuccess)
+                            e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, 2, 4, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     pipe_config<ENC, 2, 4>::bytes);
+                    vs.pipe_ok = e == cudaSuccess;
+                }
+            if (e != cudaSuccess) {
+                (void)cudaGetLastError(); /* reported here, not by a later, unrelated launch check */
+                return e;                 /* not done: the next call tries again */
+            }
+            /* the dependent launch only where the loaded kernels were compiled from sm_90 code or later,
+             * which has the griddepcontrol instructions (a newer GPU running the compute_80 PTX would
+             * launch as dependent but never wait); asked of STEP, which exists for every NB (asking
+             * WHOLE would instantiate it for NB = 4 and 8, where it never runs) */
+            cudaFuncAttributes fa;
+            vs.pdl_able = major >= 9 && cudaFuncGetAttributes(&fa, mma_kernel<ENC, FP16A, NB>) == cudaSuccess && fa.ptxVersion >= 90;
+            (void)cudaGetLastError(); /* a failed query above only turns the dependent launch off */
+            vs.done.store(true, std::memory_order_release);
+        }
     }
-    const bool pdl = pdl_knob && pdl_able == 1;
+    const bool pipe_ok = vs.pipe_ok, pdl = pdl_knob && vs.pdl_able;
+    const size_t whole_max = vs.whole_max;
     cudaError_t launch_err = cudaSuccess;
     /* QMM_CUDA_SPLITS (a tuning knob for benchmarks, not for use): the split of K, forced */
     static const int forced_splits = std::getenv("QMM_CUDA_SPLITS") ? std::atoi(std::getenv("QMM_CUDA_SPLITS")) : 0;
@@ -904,8 +925,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
             launched = true;
         }
     if (!launched) mma_kernel<ENC, FP16A, NB><<<(unsigned)grid, kThreads, cfg::bytes, s>>>(p);
-    const cudaError_t e = cudaGetLastError(); /* also clears the error a failed launch left */
-    return launch_err != cudaSuccess ? launch_err : e;
+    const cudaError_t last = cudaGetLastError(); /* also clears the error a failed launch left */
+    return launch_err != cudaSuccess ? launch_err : last;
 }
 
 /* One encoding's entry point (kernels_mma_<enc>.cu): picks the variant for NB and the activation type. */
