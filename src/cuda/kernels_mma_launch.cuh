@@ -1,0 +1,267 @@
+/* The host side of the tensor-core kernels (kernels_mma.cuh): the split of K per path (split_for,
+ * split_for_fused) and pair mode's (pair_split); launch_kernel; a variant's setup once per device
+ * (setup_variant) and its launch (launch_variant, which picks WHOLE, PIPE or STEP); launch_encoding, the
+ * body of each encoding's entry point. Included by kernels_mma_<enc>.cu. */
+#ifndef QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
+#define QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+#include "kernels_mma.cuh"
+
+namespace qmm_mma {
+
+/* The split of K on the GEMV path (NB = 1): a function of the weight's shape and the SM count only,
+ * never of M or of the kernel variant, so every row's sums are grouped the same way whatever the batch
+ * (batch invariance). Cost model, fitted to the GEMV on the H200 (NVFP4, M = 1 and 8, splits 1 to
+ * 8 forced on four default shapes): the busiest SM runs ceil(CTAs / SMs) CTAs one after another, four
+ * at a time, and fewer than four resident CTAs leave it as slow as four would (too few warps to cover
+ * the latency), so the time goes as max(ceil(CTAs / SMs), 4) * (tiles per split + 4), the 4 standing
+ * for a CTA's start and split-K reduction. Ties go to fewer splits; at least two steps per split. It
+ * picks the measured fastest split for (28672, 8192), (8192, 28672) and (14336, 4096) and 16 for
+ * (4096, 14336), 5% slower there than 8 at M = 1 and 11% at M = 8. */
+static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
+{
+    const long long groups = (strips + kWarps - 1) / kWarps;
+    const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
+    int best = 1;
+    long long best_cost = -1;
+    for (int sp = 1; sp <= max_splits && sp <= 16; sp++) {
+        const int cps = (chunks + sp - 1) / sp;
+        if ((chunks + cps - 1) / cps != sp) continue; /* no empty splits */
+        const long long per_sm = (groups * sp + sm_count - 1) / sm_count;
+        const long long cost = (per_sm > 4 ? per_sm : 4) * (cps + 4);
+        if (best_cost < 0 || cost < best_cost) best_cost = cost, best = sp;
+    }
+    return best;
+}
+
+/* The split of K on the fused path (NB >= 2): the most splits whose CTAs still fit in one wave of two
+ * per SM (the PIPE variant's occupancy), at least one. Measured on the H200 (NVFP4, forced splits,
+ * 2026-11-30): on (28672, 8192) one split against the GEMV model's four gives M = 64 131 against 189 us
+ * and M = 128 251 against 314 (M = 16 83 against 71); on (4096, 14336) eight against sixteen gives
+ * M = 16 24 against 32 us and M = 64 66 against 95. A second wave of short CTAs costs more than the
+ * latency it hides once the MMAs dominate. A function of the shape and the SM count only, like
+ * split_for, so the fused path is batch invariant across its tile heights. */
+static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
+{
+    const int groups = (strips + kWarps - 1) / kWarps;
+    const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
+    int best = 1;
+    for (int sp = 2; sp <= max_splits && sp <= 16; sp++) {
+        const int cps = (chunks + sp - 1) / sp;
+        if ((chunks + cps - 1) / cps != sp) continue; /* no empty splits */
+        if ((long long)groups * sp <= 2LL * sm_count) best = sp;
+    }
+    return best;
+}
+
+/* Pair mode of the fused path (FP8 weights of at least kPairElements): 16-row tiles want a finer split
+ * than the taller ones (measured on the H200, 2026-11-30, FP8: the split for one wave of four CTAs per
+ * SM took M = 16 on (8192, 28672) from 129 to 86 us and on (6144, 18432) from 72 to 57, while the same
+ * split made M = 32 and 64 3-32% slower), but the split may not depend on M (batch invariance). So each
+ * unit of the usual split (split_for_fused, taller tiles) is cut in two halves, the fine splits, which
+ * are the units of summation for every tile height: 16-row tiles run one fine split per unit (twice the
+ * CTAs, four per SM) and the reduction adds the partials two by two, (p0 + p1) + (p2 + p3) + ...; taller
+ * tiles run the usual units, restarting the sum at the half, and form the same pair p0 + p1
+ * themselves, so the reduction over their partials performs the same additions in the same order.
+ * Returns false (pair mode off) where the split has no halves or the workspace cannot hold the
+ * partials of max(M, 128) rows at every tile height: a decision of the shape and the workspace alone for
+ * every M up to 128, so that a small workspace cannot give one M pair mode and another M the plain
+ * split (past 128 rows, as for the plain split, a workspace too small changes the grouping). A first version that took a fine split of its own (rounded to 8 tiles) unbalanced the
+ * taller tiles' units: (6144, 18432) M = 32 and 64 8-10% slower (2026-11-30). */
+constexpr long long kPairElements = 100LL << 20;
+
+template <int NB>
+static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t partial_floats, size_t counter_count)
+{
+    const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count);
+    const int cps_c = ((p.chunks + sc - 1) / sc + 1) / 2 * 2; /* even: two halves */
+    const int cps_f = cps_c / 2;
+    const int s_f = (p.chunks + cps_f - 1) / cps_f;
+    if (cps_f < 1 || s_f < 2) return false;
+    const int cps = NB == 2 ? cps_f : cps_c;
+    const int splits = (p.chunks + cps - 1) / cps;
+    const size_t s_c = (size_t)(p.chunks + cps_c - 1) / cps_c, rows = p.m > 128 ? p.m : 128;
+    /* the partials of 16-row tiles (one tile of fine splits) and of max(M, 128) rows in 64-row tiles (the
+     * most any taller tile height needs for as many rows), and their counters */
+    const size_t tiles64 = (rows + 63) / 64;
+    const size_t need16 = (size_t)p.strips * s_f * 16 * 16, need64 = tiles64 * p.strips * s_c * 64 * 16;
+    if ((need16 > need64 ? need16 : need64) > partial_floats || tiles64 * p.strips > counter_count) return false;
+    p.cps = cps;
+    p.splits = splits;
+    p.pairs = NB == 2 ? 1 : 0;
+    p.half = NB == 2 ? 0 : cps_f;
+    return true;
+}
+
+/* Launches KERNEL(p) on s, as a programmatic dependent launch (pdl_overlap) when pdl is set. */
+template <typename Kernel>
+static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cudaStream_t s, bool pdl, const mma_params &p)
+{
+    if (!pdl) {
+        kernel<<<(unsigned)grid, kThreads, smem, s>>>(p);
+        return cudaSuccess; /* the caller reads cudaGetLastError */
+    }
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    lc.gridDim = dim3((unsigned)grid);
+    lc.blockDim = dim3(kThreads);
+    lc.dynamicSmemBytes = smem;
+    lc.stream = s;
+    lc.attrs = at;
+    lc.numAttrs = 1;
+    return cudaLaunchKernelEx(&lc, kernel, p);
+}
+
+/* What a variant may use on one device: set up by setup_variant, once per device (launch_variant). */
+struct variant_limits {
+    bool pipe_ok = false, pdl_able = false;
+    size_t whole_max = 0;
+};
+
+/* Raises the shared-memory limits of variant (ENC, FP16A, NB)'s kernels on device dev, the current one
+ * (cudaFuncSetAttribute acts on the current device only), and reads what the device allows into lim. */
+template <int ENC, bool FP16A, int NB>
+cudaError_t setup_variant(int dev, variant_limits &lim)
+{
+    using cfg = stage_config<ENC, FP16A, NB>;
+    /* the shared memory a block may opt into bounds WHOLE's staging and decides whether PIPE can run:
+     * 227 KB on sm_90 and 163 KB on sm_80, but 99 KB on sm_86, sm_89 and sm_120, where asking for more
+     * fails (and would fail every call) */
+    int optin = 0, major = 0;
+    cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(mma_kernel<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::bytes);
+    lim.whole_max = optin < kWholeMax ? (size_t)optin : (size_t)kWholeMax;
+    if constexpr (NB <= 2)
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lim.whole_max);
+    if constexpr (!FP16A && NB >= 2)
+        if (e == cudaSuccess && pipe_config<ENC, NB>::bytes <= optin) {
+            e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, pipe_config<ENC, NB>::bytes);
+            if constexpr (NB == 2)
+                if (e == cudaSuccess)
+                    e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, 2, 4, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             pipe_config<ENC, 2, 4>::bytes);
+            lim.pipe_ok = e == cudaSuccess;
+        }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* reported here, not by a later, unrelated launch check */
+        return e;
+    }
+    /* the dependent launch only where the loaded kernels were compiled from sm_90 code or later, which
+     * has the griddepcontrol instructions (a newer GPU running the compute_80 PTX would launch as
+     * dependent but never wait); asked of STEP, which exists for every NB (asking WHOLE would
+     * instantiate it for NB = 4 and 8, where it never runs) */
+    cudaFuncAttributes fa;
+    lim.pdl_able = major >= 9 && cudaFuncGetAttributes(&fa, mma_kernel<ENC, FP16A, NB>) == cudaSuccess && fa.ptxVersion >= 90;
+    (void)cudaGetLastError(); /* a failed query above only turns the dependent launch off */
+    return cudaSuccess;
+}
+
+/* Launch one variant: its setup once per device, then the grid of (strip group, split, M tile) with the
+ * M tiles of one piece of W adjacent. */
+template <int ENC, bool FP16A, int NB>
+cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, size_t counter_count, cudaStream_t s)
+{
+    using cfg = stage_config<ENC, FP16A, NB>;
+    /* WHOLE and PIPE are launched as programmatic dependent launches on sm_90 and later, so that their
+     * start (the first weight loads) overlaps the end of the kernel before them on the stream, where that
+     * kernel allows it (qmm's own WHOLE and PIPE do): M = 1 2-11% faster for back-to-back calls on the H200
+     * (BENCHMARKS.md, rows 28-29). QMM_CUDA_PDL=0 (a knob for benchmarks) launches it plainly. */
+    static const bool pdl_knob = !(std::getenv("QMM_CUDA_PDL") && std::getenv("QMM_CUDA_PDL")[0] == '0');
+    /* the setup of the calling thread's current device, which the backend sets to the context's; a
+     * device past the table is set up on every call (the calls are idempotent); a failed setup is
+     * tried again by the next call */
+    constexpr int kMaxDevices = 64;
+    static struct {
+        std::mutex mu;
+        std::atomic<bool> done{false};
+        variant_limits lim;
+    } setups[kMaxDevices];
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    variant_limits lim;
+    if (dev >= 0 && dev < kMaxDevices) {
+        auto &t = setups[dev];
+        if (!t.done.load(std::memory_order_acquire)) {
+            std::lock_guard<std::mutex> lock(t.mu);
+            if (!t.done.load(std::memory_order_relaxed)) {
+                if ((e = setup_variant<ENC, FP16A, NB>(dev, t.lim)) != cudaSuccess) return e;
+                t.done.store(true, std::memory_order_release);
+            }
+        }
+        lim = t.lim;
+    } else if ((e = setup_variant<ENC, FP16A, NB>(dev, lim)) != cudaSuccess) {
+        return e;
+    }
+    const bool pipe_ok = lim.pipe_ok, pdl = pdl_knob && lim.pdl_able;
+    const size_t whole_max = lim.whole_max;
+    cudaError_t launch_err = cudaSuccess;
+    /* QMM_CUDA_SPLITS (a tuning knob for benchmarks, not for use): the split of K, forced */
+    static const int forced_splits = std::getenv("QMM_CUDA_SPLITS") ? std::atoi(std::getenv("QMM_CUDA_SPLITS")) : 0;
+    /* QMM_CUDA_PAIRS=1 or 0 (a knob for tests and benchmarks, not for use): pair mode on any weight, or
+     * on none */
+    static const int forced_pairs = std::getenv("QMM_CUDA_PAIRS") ? std::atoi(std::getenv("QMM_CUDA_PAIRS")) : -1;
+    /* FP8 only by default: NVFP4 at M = 16 was 4% faster on (8192, 28672) and 3% slower on (6144,
+     * 18432) with the fine split (its 4-tile PIPE spills 40 bytes at 64 registers) */
+    const bool pair_wanted = NB >= 2 && forced_splits <= 0 &&
+                             (forced_pairs >= 0 ? forced_pairs == 1 : ENC == QMM__ENC_FP8 && (long long)p.n * p.k >= kPairElements);
+    const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
+    if (!pair) {
+        int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
+                                              : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
+        const size_t mstride = p.m < cfg::rows ? (size_t)p.m : (size_t)cfg::rows;
+        /* a workspace too small for the partials: fewer splits (only then, and where a small workspace
+         * turns pair mode off, can a row's bits depend on M) */
+        while (splits > 1 && ((size_t)p.mtiles * p.strips * splits * mstride * 16 > partial_floats ||
+                              (size_t)p.mtiles * p.strips > counter_count))
+            splits--;
+        p.cps = (p.chunks + splits - 1) / splits;
+        p.splits = (p.chunks + p.cps - 1) / p.cps;
+    }
+    const long long grid = (long long)((p.strips + kWarps - 1) / kWarps) * p.splits * p.mtiles;
+    const int srows = whole_rows(cfg::rows, p.m < cfg::rows ? p.m : cfg::rows);
+    const size_t whole = (size_t)cfg::planes * srows * (size_t)whole_stride(p.cps * enc_traits<ENC>::tile_k) * 4;
+    /* WHOLE where it fits (NB <= 2; at M = 16 it beat PIPE on 3 of the 5 default shapes by 2-12%), then
+     * PIPE (bf16 activations in 16-byte aligned rows; 20-35% faster than STEP at M = 32..256), then STEP */
+    bool launched = false;
+    if constexpr (NB <= 2)
+        if (whole <= whole_max) {
+            launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB>, grid, whole, s, pdl, p);
+            launched = true;
+        }
+    if constexpr (!FP16A && NB >= 2)
+        if (!launched && p.aligned && pipe_ok) {
+            if (NB == 2 && pair) /* the fine split fills four CTAs per SM: 4-tile stages, 64 registers */
+                launch_err = launch_kernel(mma_kernel_pipe<ENC, 2, 4, 4>, grid, pipe_config<ENC, 2, 4>::bytes, s, pdl, p);
+            else
+                launch_err = launch_kernel(mma_kernel_pipe<ENC, NB>, grid, pipe_config<ENC, NB>::bytes, s, pdl, p);
+            launched = true;
+        }
+    if (!launched) launch_err = launch_kernel(mma_kernel<ENC, FP16A, NB>, grid, cfg::bytes, s, false, p);
+    const cudaError_t last = cudaGetLastError(); /* also clears the error a failed launch left */
+    return launch_err != cudaSuccess ? launch_err : last;
+}
+
+/* One encoding's entry point (kernels_mma_<enc>.cu): picks the variant for NB and the activation type. */
+template <int ENC>
+cudaError_t launch_encoding(const mma_params &p, int nb, bool fp16, int sm, size_t pf, size_t cc, cudaStream_t s)
+{
+    switch (nb) {
+    case 1: return fp16 ? launch_variant<ENC, true, 1>(p, sm, pf, cc, s) : launch_variant<ENC, false, 1>(p, sm, pf, cc, s);
+    case 2: return fp16 ? launch_variant<ENC, true, 2>(p, sm, pf, cc, s) : launch_variant<ENC, false, 2>(p, sm, pf, cc, s);
+    case 4: return fp16 ? launch_variant<ENC, true, 4>(p, sm, pf, cc, s) : launch_variant<ENC, false, 4>(p, sm, pf, cc, s);
+    default: return fp16 ? launch_variant<ENC, true, 8>(p, sm, pf, cc, s) : launch_variant<ENC, false, 8>(p, sm, pf, cc, s);
+    }
+}
+
+} // namespace qmm_mma
+
+#endif
