@@ -5,11 +5,12 @@
 # names match REGEX, or with -c their counts of instructions by opcode.
 # Usage: scripts/sass.sh [-c] TU REGEX [NVCC_FLAGS...]
 #   e.g. scripts/sass.sh -c src/cuda/kernels_mma_nvfp4.cu mma_kernel_wgrs -DQMM_SM90A
+#        scripts/sass.sh --ensure   (only fetch nvdisasm; fails if it cannot)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-count=0
+count=0 ensure=0
 [ "${1:-}" = -c ] && { count=1; shift; }
-tu=$1 re=$2; shift 2
+[ "${1:-}" = --ensure ] && { ensure=1; shift; }
 nvd=$(find .tools -name nvdisasm -type f 2>/dev/null | head -1 || true)
 if [ -z "$nvd" ]; then
   mkdir -p .tools
@@ -18,6 +19,8 @@ if [ -z "$nvd" ]; then
   nvd=$(find .tools -name nvdisasm -type f | head -1)
   chmod +x "$nvd"
 fi
+[ "$ensure" = 1 ] && exit 0
+tu=$1 re=$2; shift 2
 out=$(mktemp -d)
 PATH=$PATH:/usr/local/cuda/bin nvcc -std=c++17 -O3 -cubin -gencode arch=compute_90a,code=sm_90a -Iinclude -Isrc "$@" "$tu" -o "$out/k.cubin"
 "$nvd" -c "$out/k.cubin" > "$out/all.sass"

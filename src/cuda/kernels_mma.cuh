@@ -449,18 +449,16 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_para
             for (int tt = 0; tt < cfg::tiles_per_step; tt++) {
                 const int c = c0 + s * cfg::tiles_per_step + tt, q = uu * cfg::tiles_per_step + tt; /* q: ring slot */
                 if (!u.active || c >= c1) continue;
-                const uint4 d = ring[q];
-                const uint2 sc = sring[q];
-                if (c + cfg::depth < c1) {
-                    ring[q] = __ldcs(dp + (size_t)(c + cfg::depth) * 32);
-                    sring[q] = load_scales<ENC>(sp + (size_t)(c + cfg::depth) * tr::scale_tile);
-                }
                 const uint32_t *rp[NB];
 #pragma unroll
                 for (int nb = 0; nb < NB; nb++) rp[nb] = st + nb * 8 * kRowW + tt * cfg::tile_words;
                 if constexpr (NB >= 4) /* pair mode's units of two fine splits: taller tiles only */
                     if (p.half && c - c0 == p.half) pair_stash<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
-                compute_tile<ENC, FP16A, NB, CHAINS>(p, d, sc, rp, cfg::words, acc);
+                compute_tile<ENC, FP16A, NB, CHAINS>(p, ring[q], sring[q], rp, cfg::words, acc);
+                if (c + cfg::depth < c1) { /* after the tile: see PIPE */
+                    ring[q] = __ldcs(dp + (size_t)(c + cfg::depth) * 32);
+                    sring[q] = load_scales<ENC>(sp + (size_t)(c + cfg::depth) * tr::scale_tile);
+                }
             }
             if (s + 1 < steps) store_step((s + 1) & 1); /* nobody reads that stage until the barrier */
             __syncthreads();
@@ -557,13 +555,11 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
 #pragma unroll
     for (int q = 0; q < D; q++)
         if (c + q < n) {
-            const uint4 d = ring[q];
-            const uint2 sc = sring[q];
+            tile(q, ring[q], sring[q]);
             if (c + q + D < n) {
                 ring[q] = __ldcs(dq + (D + q) * 32);
                 sring[q] = load_scales<ENC>(sq + (D + q) * ST);
             }
-            tile(q, d, sc);
         }
     c += D;
     advance();
@@ -681,20 +677,21 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
         for (int q = 0; q < D; q++) {
             const int c = s * D + q;
             if (!full && c >= n) break;
-            const uint4 d = ring[q];
-            const uint2 sc = sring[q];
-            if (full || c + D < n) {
-                ring[q] = __ldcs(dq + (D + q) * 32);
-                sring[q] = load_scales<ENC>(sq + (D + q) * ST);
-            }
             if constexpr (NB >= 4) /* pair mode's units of two fine splits: the second one starts */
                 if (c == p.half && c > 0) pair_stash<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
             compute_tile_b<ENC, false, NB, 1>(
-                p, d, sc,
+                p, ring[q], sring[q],
                 [&](int nb, int gi, int) {
                     return ldmatrix_x4(a_slot + (uint32_t)((nb * 8 * cfg::stride + q * tr::tile_k + gi * 32) * 2));
                 },
                 acc);
+            /* then the slot's next load, into registers the tile no longer needs: loaded before the
+             * tile, ptxas kept the old words live beside it and copied the new ones back into the slot
+             * at the end of the tile, a move that waited for the load just issued (one tile in flight) */
+            if (full || c + D < n) {
+                ring[q] = __ldcs(dq + (D + q) * 32);
+                sring[q] = load_scales<ENC>(sq + (D + q) * ST);
+            }
         }
         dq += D * 32;
         if (ST) sq += D * ST;
