@@ -351,8 +351,7 @@ static void test_bad_inputs(void)
 }
 
 /* `test_cuda pairs` (ctest test_cuda_pairs, run with QMM_CUDA_PAIRS=1): the paths, long K and batch
- * invariance again with the fused path's pair mode forced onto every weight (by default it is on only for
- * FP8 weights of 100 M elements or more, larger than these tests') */
+ * invariance again with the fused path's pair mode forced onto every weight (off by default) */
 int main(int argc, char **argv)
 {
     const int pairs_only = argc > 1 && strcmp(argv[1], "pairs") == 0;

@@ -56,16 +56,25 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  * materialize at M = 256 on two of the three (8192 x 28672 NVFP4: 499 against 460). FP8 at M = 9..16 on
  * the two shapes of 235 M elements ran faster on the GEMV path (two 8-row tiles of A: 100 against 139 us
  * at M = 16 on 28672 x 8192) than on the fused one, whose one-wave split was short of bytes in flight;
- * with the fused path's pair mode (FP8 from 100 M elements, kernels_mma.cuh) the fused one is as fast
+ * with the fused path's pair mode (then on for FP8 from 100 M elements, kernels_mma.cuh) the fused one is as fast
  * or faster (2026-11-30: 8192 x 28672 89 against 100 us, 28672 x 8192 95 against 96 with the same
- * 16-row split), so FP8 leaves the GEMV path after M = 8 on every shape. */
+ * 16-row split), so FP8 leaves the GEMV path after M = 8 on every shape.
+ * Measured again after the weight rings were mended (2026-11-30, ring-order; BENCHMARKS.md "Eighth
+ * session"): the GEMV stays faster up to M = 8 on 19 of the 20 shape-format pairs (NVFP4 4096 x 14336:
+ * 19.6 against 23.9 us at M = 8; the exception, NVFP4 8192 x 28672 at M = 8, 57.3 against 50.7 us), and
+ * slower at M = 12 (49.0 against 35.4 us on 6144 x 18432). Fused against materialize at M = 128: fused
+ * only on the two shapes of 235 M elements (28672 x 8192 NVFP4 248 against 311 us, FP8 267 against
+ * 331), materialize on 6144 x 18432 (NVFP4 150 against 173, FP8 160 against 196) and the shapes of 59 M
+ * (84 against 119); at M = 256 materialize everywhere (28672 x 8192 NVFP4 364 against 433). So the
+ * large-weight bound is 200 M elements for every encoding (MXFP4 runs NVFP4's kernels with another scale
+ * decode and follows it). Pair mode is now off (kernels_mma_launch.cuh), and FP8's fused path faster. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, gemv_max_m_large, fused_max_m, fused_max_m_large, fused_large_elements;
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 8, 64, 128, (size_t)100 << 20},
-    {QMM__ENC_MXFP4, 8, 8, 64, 128, (size_t)100 << 20},
+    {QMM__ENC_NVFP4, 8, 8, 64, 128, (size_t)200 << 20},
+    {QMM__ENC_MXFP4, 8, 8, 64, 128, (size_t)200 << 20},
     {QMM__ENC_FP8, 8, 8, 64, 128, (size_t)200 << 20},
 };
 

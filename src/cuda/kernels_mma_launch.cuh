@@ -58,7 +58,7 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
     return best;
 }
 
-/* Pair mode of the fused path (FP8 weights of at least kPairElements): 16-row tiles want a finer split
+/* Pair mode of the fused path (off unless QMM_CUDA_PAIRS=1, see launch_variant): 16-row tiles want a finer split
  * than the taller ones (measured on the H200, 2026-11-30, FP8: the split for one wave of four CTAs per
  * SM took M = 16 on (8192, 28672) from 129 to 86 us and on (6144, 18432) from 72 to 57, while the same
  * split made M = 32 and 64 3-32% slower), but the split may not depend on M (batch invariance). So each
@@ -72,7 +72,6 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
  * every M up to 128, so that a small workspace cannot give one M pair mode and another M the plain
  * split (past 128 rows, as for the plain split, a workspace too small changes the grouping). A first version that took a fine split of its own (rounded to 8 tiles) unbalanced the
  * taller tiles' units: (6144, 18432) M = 32 and 64 8-10% slower (2026-11-30). */
-constexpr long long kPairElements = 100LL << 20;
 
 template <int NB>
 static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t partial_floats, size_t counter_count)
@@ -209,10 +208,11 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     /* QMM_CUDA_PAIRS=1 or 0 (a knob for tests and benchmarks, not for use): pair mode on any weight, or
      * on none */
     static const int forced_pairs = std::getenv("QMM_CUDA_PAIRS") ? std::atoi(std::getenv("QMM_CUDA_PAIRS")) : -1;
-    /* FP8 only by default: NVFP4 at M = 16 was 4% faster on (8192, 28672) and 3% slower on (6144,
-     * 18432) with the fine split (its 4-tile PIPE spills 40 bytes at 64 registers) */
-    const bool pair_wanted = NB >= 2 && forced_splits <= 0 &&
-                             (forced_pairs >= 0 ? forced_pairs == 1 : ENC == QMM__ENC_FP8 && (long long)p.n * p.k >= kPairElements);
+    /* off by default since the weight rings were mended (ring-order, 2026-11-30, H200): FP8 without it
+     * 1-30% faster at M = 16..64 on the three large default shapes ((6144, 18432) M = 16: 36.7 against
+     * 52.7 us), NVFP4 with it 16-27% slower at M = 16; before, FP8's pair mode made up for the one tile
+     * in flight of the defective ring (BENCHMARKS.md, "Eighth session") */
+    const bool pair_wanted = NB >= 2 && forced_splits <= 0 && forced_pairs == 1;
     const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
     if (!pair) {
         int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
