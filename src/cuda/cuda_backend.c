@@ -60,9 +60,10 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  * or faster (2026-11-30: 8192 x 28672 89 against 100 us, 28672 x 8192 95 against 96 with the same
  * 16-row split), so FP8 leaves the GEMV path after M = 8 on every shape.
  * Measured again after the weight rings were mended (2026-11-30, ring-order; BENCHMARKS.md "Eighth
- * session"): the GEMV stays faster up to M = 8 on 19 of the 20 shape-format pairs (NVFP4 4096 x 14336:
- * 19.6 against 23.9 us at M = 8; the exception, NVFP4 8192 x 28672 at M = 8, 57.3 against 50.7 us), and
- * slower at M = 12 (49.0 against 35.4 us on 6144 x 18432). Fused against materialize at M = 128: fused
+ * session", NVFP4 and FP8 on the five default shapes): the GEMV stays faster at M = 8 on 8 of the 10
+ * shape-format pairs (NVFP4 4096 x 14336: 19.6 against 23.9 us; a tie on FP8 14336 x 4096, 25.7 against
+ * 25.6; slower on NVFP4 8192 x 28672, 57.3 against 50.7), and is slower on all 10 at M = 12 (49.0
+ * against 35.4 us on 6144 x 18432 NVFP4). Fused against materialize at M = 128: fused
  * only on the two shapes of 235 M elements (28672 x 8192 NVFP4 248 against 311 us, FP8 267 against
  * 331), materialize on 6144 x 18432 (NVFP4 150 against 173, FP8 160 against 196) and the shapes of 59 M
  * (84 against 119); at M = 256 materialize everywhere (28672 x 8192 NVFP4 364 against 433). So the
