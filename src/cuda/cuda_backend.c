@@ -48,27 +48,20 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
 /* ---- the dispatcher's table ----
  * Per encoding: the largest M for the GEMV path (the tensor-core kernel with one 8-row group of A), and
  * for the fused path (16-, 32- or 64-row groups), which is larger for weights of at least
- * fused_large_elements; above, materialize. Measured on an H200 with `qmm bench --path fused` against
- * `--path materialize` over the default shapes (2026-11-30, BENCHMARKS.md): fused is faster up to M = 64
- * on every shape (4096 x 14336 NVFP4: 66 us against 109), materialize from M = 128 on the two shapes of
- * 59 M elements (114 against 110 us); on the three of 113 M elements and more fused is faster at M = 128
- * (28672 x 8192 NVFP4: 252 against 411 us; FP8 on 6144 x 18432 only from 235 M: 227 against 197) and
- * materialize at M = 256 on two of the three (8192 x 28672 NVFP4: 499 against 460). FP8 at M = 9..16 on
- * the two shapes of 235 M elements ran faster on the GEMV path (two 8-row tiles of A: 100 against 139 us
- * at M = 16 on 28672 x 8192) than on the fused one, whose one-wave split was short of bytes in flight;
- * with the fused path's pair mode (then on for FP8 from 100 M elements, kernels_mma.cuh) the fused one is as fast
- * or faster (2026-11-30: 8192 x 28672 89 against 100 us, 28672 x 8192 95 against 96 with the same
- * 16-row split), so FP8 leaves the GEMV path after M = 8 on every shape.
- * Measured again after the weight rings were mended (2026-11-30, ring-order; BENCHMARKS.md "Eighth
- * session", NVFP4 and FP8 on the five default shapes): the GEMV stays faster at M = 8 on 8 of the 10
- * shape-format pairs (NVFP4 4096 x 14336: 19.6 against 23.9 us; a tie on FP8 14336 x 4096, 25.7 against
- * 25.6; slower on NVFP4 8192 x 28672, 57.3 against 50.7), and is slower on all 10 at M = 12 (49.0
- * against 35.4 us on 6144 x 18432 NVFP4). Fused against materialize at M = 128: fused
- * only on the two shapes of 235 M elements (28672 x 8192 NVFP4 248 against 311 us, FP8 267 against
- * 331), materialize on 6144 x 18432 (NVFP4 150 against 173, FP8 160 against 196) and the shapes of 59 M
- * (84 against 119); at M = 256 materialize everywhere (28672 x 8192 NVFP4 364 against 433). So the
- * large-weight bound is 200 M elements for every encoding (MXFP4 runs NVFP4's kernels with another scale
- * decode and follows it). Pair mode is now off (kernels_mma_launch.cuh), and FP8's fused path faster. */
+ * fused_large_elements; above, materialize. The three encodings' rows are equal today; the table keeps
+ * them apart because each was measured on its own. Measured on an H200 with `qmm bench --path gemv`,
+ * `--path fused` and `--path materialize`, NVFP4 and FP8 on the five default shapes (2026-11-30, after
+ * the weight rings were mended; BENCHMARKS.md "Eighth session", where the earlier measurements are too):
+ * - GEMV against fused: the GEMV is faster at M = 8 on 8 of the 10 shape-format pairs (NVFP4 4096 x
+ *   14336: 19.6 against 23.9 us), ties on FP8 14336 x 4096 (25.7 against 25.6) and is slower on NVFP4
+ *   8192 x 28672 (57.3 against 50.7); at M = 12 it is slower on all 10 (6144 x 18432 NVFP4: 49.0
+ *   against 35.4).
+ * - Fused against materialize: fused is faster up to M = 64 on every shape; at M = 128 only on the two
+ *   shapes of 235 M elements (28672 x 8192 NVFP4 248 against 311 us, FP8 267 against 331), not on
+ *   6144 x 18432 (NVFP4 173 against 150, FP8 196 against 160) or the shapes of 59 M (119 against 84);
+ *   at M = 256 materialize is faster everywhere (28672 x 8192 NVFP4 433 against 364). Hence the bound
+ *   of 200 M elements (MXFP4 runs NVFP4's kernels with another scale decode, and follows it: 159
+ *   against 150 us on 6144 x 18432 at M = 128). */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, gemv_max_m_large, fused_max_m, fused_max_m_large, fused_large_elements;
