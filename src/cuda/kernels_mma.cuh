@@ -65,6 +65,9 @@ struct mma_params {
     int m, n, k;
     int strips, chunks, cps, splits, mtiles;
     uint32_t mx_bias; /* MXFP4: qmm__mxfp4_bias of the weight */
+    /* 2^3, 2^4, 2^5, 2^6, 2^25, 2^28 (kPow2 below), read from the parameters so that ptxas cannot see
+     * them as powers of two: the E2M1 decode's shifts become multiplies (see e2m1_decode) */
+    uint32_t pow2[6];
     int aligned;      /* A rows and base 16-byte aligned: whole pieces load with one 16-byte load */
     /* split pairs (fused path on large weights, see pair_split): `pairs` = 1: the reduction adds the
      * partials two by two, (p0 + p1) + (p2 + p3) + ...; `half` > 0: each unit's sum restarts after
@@ -162,6 +165,50 @@ __device__ __forceinline__ uint32_t hi_hi(uint32_t x)
     return d;
 }
 
+/* The E2M1 decode of the kernels: qmm__e2m1_word_decode (decode.h), with its shifts done as multiplies
+ * by p.pow2 (kPow2 = 1, the default: the left shifts; 2: the right ones too, as the high word of a
+ * multiply; 0: plain shifts; -DQMM_CUDA_DECODE_POW2=N for A/B runs). q * 2^s is q << s and
+ * the high word of q * 2^(32 - s) is q >> s, so the bits are the same. Why: the decode's shifts and
+ * masks go to the ALU pipe (LOP3, SHF), which takes two cycles per warp instruction and is the busiest
+ * pipe of the E2M1 kernels (Nsight: 59% at M = 16, 63% in the GEMV, against 24% and 46% for the FMA
+ * pipe); a multiply by a value ptxas cannot fold goes to the FMA pipe (IMAD, IMAD.HI) instead, and
+ * leaves the ALU pipe only the masks. SASS of the steady loops (ptxas 13.0, sm_90a; ALU: LOP3, SHF,
+ * IADD3, ISETP; FMA: IMAD, HMUL2), per four tiles of the GEMV (WHOLE, one 8-row group) ALU 170 -> 146
+ * (kPow2 = 1) -> 133 (2), FMA 116 -> 139 -> 168; per eight tiles of PIPE at 16 rows ALU 446 -> 366 ->
+ * 326, FMA 221 -> 292 -> 356. kPow2 = 2 makes the GEMV spill 12 bytes, so 1 is the default. */
+#ifndef QMM_CUDA_DECODE_POW2
+#define QMM_CUDA_DECODE_POW2 1
+#endif
+constexpr int kPow2 = QMM_CUDA_DECODE_POW2;
+enum { kP3, kP4, kP5, kP6, kP25, kP28 };
+
+__device__ __forceinline__ uint32_t shl_by(const mma_params &p, uint32_t q, int s, int i)
+{
+    return kPow2 >= 1 ? q * p.pow2[i] : q << s;
+}
+__device__ __forceinline__ uint32_t shr_by(const mma_params &p, uint32_t q, int s, int i)
+{
+    return kPow2 >= 2 ? __umulhi(q, p.pow2[i]) : q >> s;
+}
+__device__ __forceinline__ void e2m1_decode(const mma_params &p, uint32_t q, uint32_t r[4])
+{
+    constexpr uint32_t MS = QMM__E2M1_MAG | QMM__E2M1_SIGN;
+    r[0] = shl_by(p, q, 3, kP3) & MS;
+    r[1] = shl_by(p, q, 6, kP6) & MS;
+    r[2] = (q & QMM__E2M1_MAG) | (shl_by(p, q, 5, kP5) & QMM__E2M1_SIGN);
+    r[3] = (shr_by(p, q, 7, kP25) & QMM__E2M1_MAG) | (shl_by(p, q, 4, kP4) & QMM__E2M1_SIGN);
+}
+/* qmm__nvfp4_factor2 of the codes in bytes 0 and 2 (lo) or 1 and 3 (hi) of u: (u & 0x00ff00ff) * 16 and
+ * (u & 0xff00ff00) >> 4, each plus 0x76007600, as one multiply-add */
+__device__ __forceinline__ uint32_t nvfp4_factor2_lo(const mma_params &p, uint32_t u)
+{
+    return kPow2 >= 1 ? (u & 0x00ff00ffu) * p.pow2[kP4] + 0x76007600u : qmm__nvfp4_factor2(u & 0x00ff00ffu);
+}
+__device__ __forceinline__ uint32_t nvfp4_factor2_hi(const mma_params &p, uint32_t u)
+{
+    return kPow2 >= 2 ? __umulhi(u & 0xff00ff00u, p.pow2[kP28]) + 0x76007600u : qmm__nvfp4_factor2((u >> 8) & 0x00ff00ffu);
+}
+
 /* One weight tile of this lane against the staged activations: decode the 16 bytes into fragments,
  * multiply by the block factors, and accumulate with NB groups of 8 rows of A. bfetch(nb, gi, plane)
  * gives this lane's B fragments of the tile's 32-column group gi for row group nb (plane 1: the fp16
@@ -175,10 +222,10 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
     uint32_t fx0 = 0, fx1 = 0, fy0 = 0, fy1 = 0;
     if constexpr (ENC == QMM__ENC_NVFP4) {
         /* factors of k-tiles (0, 2) and (1, 3), row g (x) and row g + 8 (y) */
-        fx0 = qmm__nvfp4_factor2(sc.x & 0x00ff00ffu);
-        fx1 = qmm__nvfp4_factor2((sc.x >> 8) & 0x00ff00ffu);
-        fy0 = qmm__nvfp4_factor2(sc.y & 0x00ff00ffu);
-        fy1 = qmm__nvfp4_factor2((sc.y >> 8) & 0x00ff00ffu);
+        fx0 = nvfp4_factor2_lo(p, sc.x);
+        fx1 = nvfp4_factor2_hi(p, sc.x);
+        fy0 = nvfp4_factor2_lo(p, sc.y);
+        fy1 = nvfp4_factor2_hi(p, sc.y);
     } else if constexpr (ENC == QMM__ENC_MXFP4) {
         /* (row g, row g + 8) factors of the first and the second 32-column block */
         fx0 = qmm__mxfp4_factor2(sc.x & 0x00ff00ffu, p.mx_bias);
@@ -211,7 +258,7 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
                     f0 = j < 2 ? lo_lo(fx0) : lo_lo(fx1);
                     f1 = j < 2 ? hi_hi(fx0) : hi_hi(fx1);
                 }
-                qmm__e2m1_word_decode(w[j], a);
+                e2m1_decode(p, w[j], a);
                 a[0] = qmm__bf16x2_mul(a[0], f0);
                 a[1] = qmm__bf16x2_mul(a[1], f1);
                 a[2] = qmm__bf16x2_mul(a[2], f0);
