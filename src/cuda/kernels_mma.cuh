@@ -65,8 +65,8 @@ struct mma_params {
     int m, n, k;
     int strips, chunks, cps, splits, mtiles;
     uint32_t mx_bias; /* MXFP4: qmm__mxfp4_bias of the weight */
-    /* 2^3, 2^4, 2^5, 2^6, 2^25, 2^28 (kPow2 below), read from the parameters so that ptxas cannot see
-     * them as powers of two: the E2M1 decode's shifts become multiplies (see e2m1_decode) */
+    /* 2^kPow2Shifts[i], read from the parameters so that ptxas cannot see them as powers of two: the
+     * E2M1 decode's shifts become multiplies (see e2m1_decode) */
     uint32_t pow2[6];
     int aligned;      /* A rows and base 16-byte aligned: whole pieces load with one 16-byte load */
     /* split pairs (fused path on large weights, see pair_split): `pairs` = 1: the reduction adds the
@@ -175,38 +175,48 @@ __device__ __forceinline__ uint32_t hi_hi(uint32_t x)
  * leaves the ALU pipe only the masks. SASS of the steady loops (ptxas 13.0, sm_90a; ALU: LOP3, SHF,
  * IADD3, ISETP; FMA: IMAD, HMUL2), per four tiles of the GEMV (WHOLE, one 8-row group) ALU 170 -> 146
  * (kPow2 = 1) -> 133 (2), FMA 116 -> 139 -> 168; per eight tiles of PIPE at 16 rows ALU 446 -> 366 ->
- * 326, FMA 221 -> 292 -> 356. kPow2 = 2 makes the GEMV spill 12 bytes, so 1 is the default. */
+ * 326, FMA 221 -> 292 -> 356 (counted before the factors' high halves became a masked right shift, which
+ * took the GEMV's loop from 327 to 318 instructions at kPow2 = 1). kPow2 = 2 makes the GEMV spill 12 bytes, so 1 is the default. */
 #ifndef QMM_CUDA_DECODE_POW2
 #define QMM_CUDA_DECODE_POW2 1
 #endif
 constexpr int kPow2 = QMM_CUDA_DECODE_POW2;
-enum { kP3, kP4, kP5, kP6, kP25, kP28 };
+/* the powers in p.pow2: left shifts by 3 to 6, and right shifts by 7 and 4 as the high word of a multiply
+ * by 2^25 and 2^28 (kernels_mma.cu fills them) */
+constexpr int kPow2Shifts[6] = {3, 4, 5, 6, 25, 28};
+__host__ __device__ constexpr int pow2_slot(int shift, int i = 0) { return kPow2Shifts[i] == shift ? i : pow2_slot(shift, i + 1); }
 
-__device__ __forceinline__ uint32_t shl_by(const mma_params &p, uint32_t q, int s, int i)
+template <int S>
+__device__ __forceinline__ uint32_t shl(const mma_params &p, uint32_t q)
 {
-    return kPow2 >= 1 ? q * p.pow2[i] : q << s;
+    constexpr int i = pow2_slot(S);
+    if constexpr (kPow2 >= 1) return q * p.pow2[i];
+    else return q << S;
 }
-__device__ __forceinline__ uint32_t shr_by(const mma_params &p, uint32_t q, int s, int i)
+template <int S>
+__device__ __forceinline__ uint32_t shr(const mma_params &p, uint32_t q)
 {
-    return kPow2 >= 2 ? __umulhi(q, p.pow2[i]) : q >> s;
+    constexpr int i = pow2_slot(32 - S);
+    if constexpr (kPow2 >= 2) return __umulhi(q, p.pow2[i]);
+    else return q >> S;
 }
 __device__ __forceinline__ void e2m1_decode(const mma_params &p, uint32_t q, uint32_t r[4])
 {
     constexpr uint32_t MS = QMM__E2M1_MAG | QMM__E2M1_SIGN;
-    r[0] = shl_by(p, q, 3, kP3) & MS;
-    r[1] = shl_by(p, q, 6, kP6) & MS;
-    r[2] = (q & QMM__E2M1_MAG) | (shl_by(p, q, 5, kP5) & QMM__E2M1_SIGN);
-    r[3] = (shr_by(p, q, 7, kP25) & QMM__E2M1_MAG) | (shl_by(p, q, 4, kP4) & QMM__E2M1_SIGN);
+    r[0] = shl<3>(p, q) & MS;
+    r[1] = shl<6>(p, q) & MS;
+    r[2] = (q & QMM__E2M1_MAG) | (shl<5>(p, q) & QMM__E2M1_SIGN);
+    r[3] = (shr<7>(p, q) & QMM__E2M1_MAG) | (shl<4>(p, q) & QMM__E2M1_SIGN);
 }
-/* qmm__nvfp4_factor2 of the codes in bytes 0 and 2 (lo) or 1 and 3 (hi) of u: (u & 0x00ff00ff) * 16 and
- * (u & 0xff00ff00) >> 4, each plus 0x76007600, as one multiply-add */
+/* qmm__nvfp4_factor2 of the codes in bytes 0 and 2 (lo) or 1 and 3 (hi) of u: ((u >> 8) & 0x00ff00ff) * 16
+ * is (u & 0xff00ff00) >> 4 */
 __device__ __forceinline__ uint32_t nvfp4_factor2_lo(const mma_params &p, uint32_t u)
 {
-    return kPow2 >= 1 ? (u & 0x00ff00ffu) * p.pow2[kP4] + 0x76007600u : qmm__nvfp4_factor2(u & 0x00ff00ffu);
+    return shl<4>(p, u & 0x00ff00ffu) + QMM__NVFP4_FACTOR_BIAS;
 }
 __device__ __forceinline__ uint32_t nvfp4_factor2_hi(const mma_params &p, uint32_t u)
 {
-    return kPow2 >= 2 ? __umulhi(u & 0xff00ff00u, p.pow2[kP28]) + 0x76007600u : qmm__nvfp4_factor2((u >> 8) & 0x00ff00ffu);
+    return shr<4>(p, u & 0xff00ff00u) + QMM__NVFP4_FACTOR_BIAS;
 }
 
 /* One weight tile of this lane against the staged activations: decode the 16 bytes into fragments,
