@@ -729,27 +729,39 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
         issue(s + kPipeStages - 1);
         if (!u.active) continue;
         const uint32_t a_slot = a_lane + (uint32_t)((s % kPipeStages) * cfg::stage_elems * 2);
-        const bool full = (s + 2) * D <= n; /* the next step's tiles all exist: loads without predicates */
+        /* one turn of the ring; FULL: the next step's tiles all exist, so neither the end of the unit
+         * nor the loads' predicates are tested per tile (two copies of the turn: about 5 integer
+         * instructions less per tile in the steady state, where the ALU pipe is the busiest) */
+        auto turn = [&](auto full_c) {
+            constexpr bool FULL = decltype(full_c)::value;
 #pragma unroll
-        for (int q = 0; q < D; q++) {
-            const int c = s * D + q;
-            if (!full && c >= n) break;
-            if constexpr (NB >= 4) /* pair mode's units of two fine splits: the second one starts */
-                if (c == p.half && c > 0) pair_stash<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
-            compute_tile_b<ENC, false, NB, 1>(
-                p, ring[q], sring[q],
-                [&](int nb, int gi, int) {
-                    return ldmatrix_x4(a_slot + (uint32_t)((nb * 8 * cfg::stride + q * tr::tile_k + gi * 32) * 2));
-                },
-                acc);
-            /* then the slot's next load, into registers the tile no longer needs: loaded before the
-             * tile, ptxas kept the old words live beside it and copied the new ones back into the slot
-             * at the end of the tile, a move that waited for the load just issued (one tile in flight) */
-            if (full || c + D < n) {
-                ring[q] = __ldcs(dq + (D + q) * 32);
-                sring[q] = load_scales<ENC>(sq + (D + q) * ST);
+            for (int q = 0; q < D; q++) {
+                const int c = s * D + q;
+                if (!FULL && c >= n) break;
+                if constexpr (NB >= 4) /* pair mode's units of two fine splits: the second one starts */
+                    if (c == p.half && c > 0) pair_stash<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
+                compute_tile_b<ENC, false, NB, 1>(
+                    p, ring[q], sring[q],
+                    [&](int nb, int gi, int) {
+                        return ldmatrix_x4(a_slot + (uint32_t)((nb * 8 * cfg::stride + q * tr::tile_k + gi * 32) * 2));
+                    },
+                    acc);
+                /* then the slot's next load, into registers the tile no longer needs: loaded before the
+                 * tile, ptxas kept the old words live beside it and copied the new ones back into the
+                 * slot at the end of the tile, a move that waited for the load just issued (one tile in
+                 * flight) */
+                if (FULL || c + D < n) {
+                    ring[q] = __ldcs(dq + (D + q) * 32);
+                    sring[q] = load_scales<ENC>(sq + (D + q) * ST);
+                }
             }
-        }
+        };
+        /* not for FP8 at 64 rows, where ptxas spills 28 bytes with the two copies (none with one) */
+        constexpr bool kTwoTurns = !(ENC == QMM__ENC_FP8 && NB == 8);
+        if (kTwoTurns && (s + 2) * D <= n)
+            turn(std::true_type{});
+        else
+            turn(std::false_type{});
         dq += D * 32;
         if (ST) sq += D * ST;
     }
