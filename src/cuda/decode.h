@@ -65,7 +65,8 @@ QMM__HD uint32_t qmm__e4m3x2_to_bf16x2(uint32_t x)
 
 /* Two prepared NVFP4 scale codes, one in each half (bits 7:0 and 23:16; each the E5M3 of |s|) -> the
  * bf16 pair of their s * 2^118 (kernels build the factors of two blocks at once this way). */
-QMM__HD uint32_t qmm__nvfp4_factor2(uint32_t u2) { return u2 * 16u + 0x76007600u; }
+#define QMM__NVFP4_FACTOR_BIAS 0x76007600u /* 236 << 7 in each half */
+QMM__HD uint32_t qmm__nvfp4_factor2(uint32_t u2) { return u2 * 16u + QMM__NVFP4_FACTOR_BIAS; }
 
 /* A prepared NVFP4 scale code u -> s * 2^118 in both halves of a bf16x2. */
 QMM__HD uint32_t qmm__nvfp4_factor(uint32_t u) { return qmm__nvfp4_factor2(u * 0x00010001u); }

@@ -65,6 +65,9 @@ struct mma_params {
     int m, n, k;
     int strips, chunks, cps, splits, mtiles;
     uint32_t mx_bias; /* MXFP4: qmm__mxfp4_bias of the weight */
+    /* 2^kPow2Shifts[i], read from the parameters so that ptxas cannot see them as powers of two: the
+     * E2M1 decode's shifts become multiplies (see e2m1_decode) */
+    uint32_t pow2[6];
     int aligned;      /* A rows and base 16-byte aligned: whole pieces load with one 16-byte load */
     /* split pairs (fused path on large weights, see pair_split): `pairs` = 1: the reduction adds the
      * partials two by two, (p0 + p1) + (p2 + p3) + ...; `half` > 0: each unit's sum restarts after
@@ -162,6 +165,60 @@ __device__ __forceinline__ uint32_t hi_hi(uint32_t x)
     return d;
 }
 
+/* The E2M1 decode of the kernels: qmm__e2m1_word_decode (decode.h), with its shifts done as multiplies
+ * by p.pow2 (kPow2 = 1, the default: the left shifts; 2: the right ones too, as the high word of a
+ * multiply; 0: plain shifts; -DQMM_CUDA_DECODE_POW2=N for A/B runs). q * 2^s is q << s and
+ * the high word of q * 2^(32 - s) is q >> s, so the bits are the same. Why: the decode's shifts and
+ * masks go to the ALU pipe (LOP3, SHF), which takes two cycles per warp instruction and is the busiest
+ * pipe of the E2M1 kernels (Nsight: 59% at M = 16, 63% in the GEMV, against 24% and 46% for the FMA
+ * pipe); a multiply by a value ptxas cannot fold goes to the FMA pipe (IMAD, IMAD.HI) instead, and
+ * leaves the ALU pipe only the masks. SASS of the steady loops (ptxas 13.0, sm_90a; ALU: LOP3, SHF,
+ * IADD3, ISETP; FMA: IMAD, HMUL2), per four tiles of the GEMV (WHOLE, one 8-row group) ALU 170 -> 146
+ * (kPow2 = 1) -> 133 (2), FMA 116 -> 139 -> 168; per eight tiles of PIPE at 16 rows ALU 446 -> 366 ->
+ * 326, FMA 221 -> 292 -> 356 (counted before the factors' high halves became a masked right shift, which
+ * took the GEMV's loop from 327 to 318 instructions at kPow2 = 1). kPow2 = 2 makes the GEMV spill 12 bytes, so 1 is the default. */
+#ifndef QMM_CUDA_DECODE_POW2
+#define QMM_CUDA_DECODE_POW2 1
+#endif
+constexpr int kPow2 = QMM_CUDA_DECODE_POW2;
+/* the powers in p.pow2: left shifts by 3 to 6, and right shifts by 7 and 4 as the high word of a multiply
+ * by 2^25 and 2^28 (kernels_mma.cu fills them) */
+constexpr int kPow2Shifts[6] = {3, 4, 5, 6, 25, 28};
+__host__ __device__ constexpr int pow2_slot(int shift, int i = 0) { return kPow2Shifts[i] == shift ? i : pow2_slot(shift, i + 1); }
+
+template <int S>
+__device__ __forceinline__ uint32_t shl(const mma_params &p, uint32_t q)
+{
+    constexpr int i = pow2_slot(S);
+    if constexpr (kPow2 >= 1) return q * p.pow2[i];
+    else return q << S;
+}
+template <int S>
+__device__ __forceinline__ uint32_t shr(const mma_params &p, uint32_t q)
+{
+    constexpr int i = pow2_slot(32 - S);
+    if constexpr (kPow2 >= 2) return __umulhi(q, p.pow2[i]);
+    else return q >> S;
+}
+__device__ __forceinline__ void e2m1_decode(const mma_params &p, uint32_t q, uint32_t r[4])
+{
+    constexpr uint32_t MS = QMM__E2M1_MAG | QMM__E2M1_SIGN;
+    r[0] = shl<3>(p, q) & MS;
+    r[1] = shl<6>(p, q) & MS;
+    r[2] = (q & QMM__E2M1_MAG) | (shl<5>(p, q) & QMM__E2M1_SIGN);
+    r[3] = (shr<7>(p, q) & QMM__E2M1_MAG) | (shl<4>(p, q) & QMM__E2M1_SIGN);
+}
+/* qmm__nvfp4_factor2 of the codes in bytes 0 and 2 (lo) or 1 and 3 (hi) of u: ((u >> 8) & 0x00ff00ff) * 16
+ * is (u & 0xff00ff00) >> 4 */
+__device__ __forceinline__ uint32_t nvfp4_factor2_lo(const mma_params &p, uint32_t u)
+{
+    return shl<4>(p, u & 0x00ff00ffu) + QMM__NVFP4_FACTOR_BIAS;
+}
+__device__ __forceinline__ uint32_t nvfp4_factor2_hi(const mma_params &p, uint32_t u)
+{
+    return shr<4>(p, u & 0xff00ff00u) + QMM__NVFP4_FACTOR_BIAS;
+}
+
 /* One weight tile of this lane against the staged activations: decode the 16 bytes into fragments,
  * multiply by the block factors, and accumulate with NB groups of 8 rows of A. bfetch(nb, gi, plane)
  * gives this lane's B fragments of the tile's 32-column group gi for row group nb (plane 1: the fp16
@@ -175,10 +232,10 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
     uint32_t fx0 = 0, fx1 = 0, fy0 = 0, fy1 = 0;
     if constexpr (ENC == QMM__ENC_NVFP4) {
         /* factors of k-tiles (0, 2) and (1, 3), row g (x) and row g + 8 (y) */
-        fx0 = qmm__nvfp4_factor2(sc.x & 0x00ff00ffu);
-        fx1 = qmm__nvfp4_factor2((sc.x >> 8) & 0x00ff00ffu);
-        fy0 = qmm__nvfp4_factor2(sc.y & 0x00ff00ffu);
-        fy1 = qmm__nvfp4_factor2((sc.y >> 8) & 0x00ff00ffu);
+        fx0 = nvfp4_factor2_lo(p, sc.x);
+        fx1 = nvfp4_factor2_hi(p, sc.x);
+        fy0 = nvfp4_factor2_lo(p, sc.y);
+        fy1 = nvfp4_factor2_hi(p, sc.y);
     } else if constexpr (ENC == QMM__ENC_MXFP4) {
         /* (row g, row g + 8) factors of the first and the second 32-column block */
         fx0 = qmm__mxfp4_factor2(sc.x & 0x00ff00ffu, p.mx_bias);
@@ -211,7 +268,7 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
                     f0 = j < 2 ? lo_lo(fx0) : lo_lo(fx1);
                     f1 = j < 2 ? hi_hi(fx0) : hi_hi(fx1);
                 }
-                qmm__e2m1_word_decode(w[j], a);
+                e2m1_decode(p, w[j], a);
                 a[0] = qmm__bf16x2_mul(a[0], f0);
                 a[1] = qmm__bf16x2_mul(a[1], f1);
                 a[2] = qmm__bf16x2_mul(a[2], f0);
@@ -672,27 +729,39 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
         issue(s + kPipeStages - 1);
         if (!u.active) continue;
         const uint32_t a_slot = a_lane + (uint32_t)((s % kPipeStages) * cfg::stage_elems * 2);
-        const bool full = (s + 2) * D <= n; /* the next step's tiles all exist: loads without predicates */
+        /* one turn of the ring; FULL: the next step's tiles all exist, so neither the end of the unit
+         * nor the loads' predicates are tested per tile (two copies of the turn: about 5 integer
+         * instructions less per tile in the steady state, where the ALU pipe is the busiest) */
+        auto turn = [&](auto full_c) {
+            constexpr bool FULL = decltype(full_c)::value;
 #pragma unroll
-        for (int q = 0; q < D; q++) {
-            const int c = s * D + q;
-            if (!full && c >= n) break;
-            if constexpr (NB >= 4) /* pair mode's units of two fine splits: the second one starts */
-                if (c == p.half && c > 0) pair_stash<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
-            compute_tile_b<ENC, false, NB, 1>(
-                p, ring[q], sring[q],
-                [&](int nb, int gi, int) {
-                    return ldmatrix_x4(a_slot + (uint32_t)((nb * 8 * cfg::stride + q * tr::tile_k + gi * 32) * 2));
-                },
-                acc);
-            /* then the slot's next load, into registers the tile no longer needs: loaded before the
-             * tile, ptxas kept the old words live beside it and copied the new ones back into the slot
-             * at the end of the tile, a move that waited for the load just issued (one tile in flight) */
-            if (full || c + D < n) {
-                ring[q] = __ldcs(dq + (D + q) * 32);
-                sring[q] = load_scales<ENC>(sq + (D + q) * ST);
+            for (int q = 0; q < D; q++) {
+                const int c = s * D + q;
+                if (!FULL && c >= n) break;
+                if constexpr (NB >= 4) /* pair mode's units of two fine splits: the second one starts */
+                    if (c == p.half && c > 0) pair_stash<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
+                compute_tile_b<ENC, false, NB, 1>(
+                    p, ring[q], sring[q],
+                    [&](int nb, int gi, int) {
+                        return ldmatrix_x4(a_slot + (uint32_t)((nb * 8 * cfg::stride + q * tr::tile_k + gi * 32) * 2));
+                    },
+                    acc);
+                /* then the slot's next load, into registers the tile no longer needs: loaded before the
+                 * tile, ptxas kept the old words live beside it and copied the new ones back into the
+                 * slot at the end of the tile, a move that waited for the load just issued (one tile in
+                 * flight) */
+                if (FULL || c + D < n) {
+                    ring[q] = __ldcs(dq + (D + q) * 32);
+                    sring[q] = load_scales<ENC>(sq + (D + q) * ST);
+                }
             }
-        }
+        };
+        /* not for FP8 at 64 rows, where ptxas spills 28 bytes with the two copies (none with one) */
+        constexpr bool kTwoTurns = !(ENC == QMM__ENC_FP8 && NB == 8);
+        if (kTwoTurns && (s + 2) * D <= n)
+            turn(std::true_type{});
+        else
+            turn(std::false_type{});
         dq += D * 32;
         if (ST) sq += D * ST;
     }
