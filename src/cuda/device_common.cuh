@@ -66,17 +66,31 @@ static __device__ __forceinline__ float qmm__activation(float x, int act)
     }
 }
 
-/* C[m][n] = act(acc * alpha_fix * channel[n] * column[n] + beta * C_in[m][n] + bias[n]). */
-static __device__ __forceinline__ void qmm__epilogue_store(const qmm__cuda_epilogue &e, size_t m, size_t n, float acc)
+/* The column factor of the epilogue: alpha_fix * channel[n] * column[n] (read once per column where a
+ * kernel stores many rows of one column). */
+static __device__ __forceinline__ float qmm__epilogue_factor(const qmm__cuda_epilogue &e, size_t n)
 {
     float f = e.alpha_fix;
     if (e.channel_scales) f *= e.channel_scales[n];
     if (e.column_scale) f *= e.column_scale[n];
+    return f;
+}
+
+/* C[i] = act(acc * f + bias + beta * C_in[i]), f and bias those of C[i]'s column (bias unread when
+ * e.bias is NULL, so -0 stays -0). */
+static __device__ __forceinline__ void qmm__epilogue_finish(const qmm__cuda_epilogue &e, size_t i, float acc, float f,
+                                                            float bias)
+{
     float v = acc * f;
-    const size_t i = m * e.ldc + n;
-    if (e.bias) v += e.bias[n];
+    if (e.bias) v += bias;
     if (e.beta != 0.0f) v += e.beta * qmm__load_c(e.c_type, e.c, i);
     qmm__store_c(e.c_type, e.c, i, qmm__activation(v, e.activation));
+}
+
+/* C[m][n] = act(acc * alpha_fix * channel[n] * column[n] + bias[n] + beta * C_in[m][n]). */
+static __device__ __forceinline__ void qmm__epilogue_store(const qmm__cuda_epilogue &e, size_t m, size_t n, float acc)
+{
+    qmm__epilogue_finish(e, m * e.ldc + n, acc, qmm__epilogue_factor(e, n), e.bias ? e.bias[n] : 0.0f);
 }
 
 #endif

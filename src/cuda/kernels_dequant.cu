@@ -192,12 +192,28 @@ __global__ void split_fp16_kernel(const __half *a, size_t m, size_t k, size_t ld
     }
 }
 
-__global__ void epilogue_kernel(const float *acc, size_t ldacc, size_t m, size_t n, size_t n0, qmm__cuda_epilogue e)
+/* The epilogue of the materialize path: one thread per column of C (n of the weight), kEpiRows rows
+ * of A per block row, so a column's factors are read once per kEpiRows rows, no index is divided, and
+ * a warp's loads (128 bytes) and stores are contiguous. (The first form, one element per thread with
+ * its row and column divided out of a 64-bit index, spent its time on instructions: BENCHMARKS.md,
+ * ninth session.) */
+constexpr int kEpiRows = 8, kEpiThreads = 256;
+
+__global__ void __launch_bounds__(kEpiThreads) epilogue_kernel(const float *acc, size_t ldacc, size_t m, size_t n,
+                                                               size_t n0, qmm__cuda_epilogue e)
 {
-    const size_t total = m * n;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        const size_t r = i / n, c = i % n;
-        qmm__epilogue_store(e, r, n0 + c, acc[r * ldacc + c]);
+    const size_t c = (size_t)blockIdx.x * kEpiThreads + threadIdx.x;
+    if (c >= n) return;
+    const float f = qmm__epilogue_factor(e, n0 + c);
+    const float bias = e.bias ? e.bias[n0 + c] : 0.0f;
+    for (size_t r0 = (size_t)blockIdx.y * kEpiRows; r0 < m; r0 += (size_t)gridDim.y * kEpiRows) {
+        float v[kEpiRows];
+#pragma unroll
+        for (int j = 0; j < kEpiRows; j++) /* all loads first: kEpiRows in flight per thread */
+            if (r0 + j < m) v[j] = acc[(r0 + j) * ldacc + c];
+#pragma unroll
+        for (int j = 0; j < kEpiRows; j++)
+            if (r0 + j < m) qmm__epilogue_finish(e, (r0 + j) * e.ldc + n0 + c, v[j], f, bias);
     }
 }
 
@@ -244,7 +260,9 @@ extern "C" int qmm__cuda_split_fp16(const void *a, size_t m, size_t k, size_t ld
 extern "C" int qmm__cuda_epilogue_apply(const float *acc, size_t ldacc, size_t m, size_t n, size_t n0,
                                         const qmm__cuda_epilogue *e, void *stream)
 {
-    epilogue_kernel<<<grid_for(m * n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(acc, ldacc, m, n, n0, *e);
+    const dim3 grid((unsigned)((n + kEpiThreads - 1) / kEpiThreads),
+                    (unsigned)std::min<size_t>(std::max<size_t>((m + kEpiRows - 1) / kEpiRows, 1), 65535u));
+    epilogue_kernel<<<grid, kEpiThreads, 0, static_cast<cudaStream_t>(stream)>>>(acc, ldacc, m, n, n0, *e);
     return (int)cudaGetLastError();
 }
 
