@@ -34,7 +34,7 @@ typedef struct bench_options {
     qmm_path path;
     qmm_dtype out_type;
     int json, threads, reps;
-    double rotate_mb, batch_ms;
+    double rotate_mb, batch_ms, workspace_mb;
 } bench_options;
 
 static void bench_usage(FILE *f)
@@ -54,6 +54,7 @@ static void bench_usage(FILE *f)
             "  --threads T         CPU worker threads (default: online cores)\n"
             "  --rotate-mb MB      weight copies cycled per timing (default 256)\n"
             "  --reps R            timed batches, median reported (default 7)\n"
+            "  --workspace-mb MB   the context's workspace (default: the backend's; see qmm_workspace_query)\n"
             "  --json              one JSON object per line instead of the table\n"
             "  --help              this text\n");
 }
@@ -117,6 +118,7 @@ static int bench_parse(int argc, char **argv, bench_options *o)
         } else if (strcmp(opt, "--threads") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->threads = (int)one;
         else if (strcmp(opt, "--reps") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->reps = (int)one;
         else if (strcmp(opt, "--rotate-mb") == 0) ok = (o->rotate_mb = atof(v)) > 0;
+        else if (strcmp(opt, "--workspace-mb") == 0) ok = (o->workspace_mb = atof(v)) > 0 && o->workspace_mb < 1048576.0;
         else ok = 0;
         if (!ok) return fprintf(stderr, "qmm bench: bad option '%s %s'\n", opt, v), -1;
     }
@@ -369,6 +371,7 @@ int cmd_bench(int argc, char **argv)
     qmm_context_options_init(&opts);
     opts.backend = o.backend;
     opts.num_threads = o.threads;
+    opts.workspace_bytes = (size_t)(o.workspace_mb * 1048576.0);
     qmm_context *ctx;
     qmm_status st = qmm_context_create(&opts, &ctx);
     if (st != QMM_OK) return tool_report("bench", st);
