@@ -8,10 +8,6 @@ import collections
 import csv
 import sys
 
-REASONS = ["stall_wait", "stall_not_selected", "stall_math", "stall_long_sb", "stall_selected",
-           "stall_dispatch", "stall_barrier", "stall_short_sb"]
-
-
 def num(s):
     try:
         return float(s.replace(",", ""))
@@ -20,17 +16,28 @@ def num(s):
 
 
 def main():
-    rows = list(csv.reader(open(sys.argv[1], errors="replace")))
-    head = next(i for i, r in enumerate(rows) if "Address" in r and "Source" in r)
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    with open(sys.argv[1], errors="replace", newline="") as f:
+        rows = list(csv.reader(f))
+    head = next((i for i, r in enumerate(rows) if "Address" in r and "Source" in r), None)
+    if head is None:
+        sys.exit(f"{sys.argv[1]}: no header row with Address and Source (did ncu --import fail?)")
     h = rows[head]
     body = [r for r in rows[head + 1:] if len(r) == len(h)]
-    src, samples, executed = h.index("Source"), h.index("Warp Stall Sampling (All Samples)"), h.index("Instructions Executed")
+    short = sum(1 for r in rows[head + 1:] if r and len(r) != len(h))
+    if short:
+        print(f"({short} rows with another number of columns left out)")
+    # column names differ between Nsight versions: the first column that names the sampled stalls
+    sampled = [i for i, c in enumerate(h) if "Stall Sampling (All" in c] or [i for i, c in enumerate(h) if "Sampl" in c]
+    src = h.index("Source")
+    executed = h.index("Instructions Executed") if "Instructions Executed" in h else None
 
     def opcode(r):
         s = r[src].split()
-        if not s:
-            return None
-        return (s[1] if s[0].startswith("@") and len(s) > 1 else s[0]).split(".")[0]
+        if s and s[0].startswith("@"):
+            s = s[1:]
+        return s[0].split(".")[0] if s else None
 
     cols = [i for i, c in enumerate(h) if c.startswith("stall_") and "Not Issued" not in c]
     totals = {h[i]: sum(num(r[i]) for r in body) for i in cols}
@@ -39,19 +46,20 @@ def main():
     for k, v in sorted(totals.items(), key=lambda x: -x[1]):
         if v:
             print(f"  {k:26s} {v:8.0f} {100 * v / all_samples:5.1f}%")
-    stalls, execs = collections.defaultdict(float), collections.defaultdict(float)
-    for r in body:
-        o = opcode(r)
-        if o:
-            stalls[o] += num(r[samples])
-            execs[o] += num(r[executed])
-    s_total, e_total = sum(stalls.values()) or 1.0, sum(execs.values()) or 1.0
-    print(f"opcode: share of stall samples, share of executed warp instructions (total {e_total:.0f})")
-    for o, v in sorted(stalls.items(), key=lambda x: -x[1])[:16]:
-        print(f"  {o:10s} {100 * v / s_total:5.1f}% {100 * execs[o] / e_total:5.1f}%")
-    print("top opcodes per stall reason (samples)")
-    for reason in REASONS:
-        if reason not in h:
+    if sampled:
+        stalls, execs = collections.defaultdict(float), collections.defaultdict(float)
+        for r in body:
+            o = opcode(r)
+            if o:
+                stalls[o] += num(r[sampled[0]])
+                execs[o] += num(r[executed]) if executed is not None else 0.0
+        s_total, e_total = sum(stalls.values()) or 1.0, sum(execs.values()) or 1.0
+        print(f"opcode: share of stall samples, share of executed warp instructions (total {e_total:.0f})")
+        for o, v in sorted(stalls.items(), key=lambda x: -x[1])[:16]:
+            print(f"  {o:10s} {100 * v / s_total:5.1f}% {100 * execs[o] / e_total:5.1f}%")
+    print("top opcodes per stall reason (samples), for the eight largest reasons")
+    for reason in sorted(totals, key=totals.get, reverse=True)[:8]:
+        if not totals[reason]:
             continue
         ri, d = h.index(reason), collections.defaultdict(float)
         for r in body:

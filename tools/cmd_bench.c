@@ -54,7 +54,7 @@ static void bench_usage(FILE *f)
             "  --threads T         CPU worker threads (default: online cores)\n"
             "  --rotate-mb MB      weight copies cycled per timing (default 256)\n"
             "  --reps R            timed batches, median reported (default 7)\n"
-            "  --workspace-mb MB   the context's workspace (default: the backend's; see qmm_workspace_query)\n"
+            "  --workspace-mb MB   the CUDA context's workspace (default: the backend's; see qmm_workspace_query)\n"
             "  --json              one JSON object per line instead of the table\n"
             "  --help              this text\n");
 }
@@ -118,7 +118,8 @@ static int bench_parse(int argc, char **argv, bench_options *o)
         } else if (strcmp(opt, "--threads") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->threads = (int)one;
         else if (strcmp(opt, "--reps") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->reps = (int)one;
         else if (strcmp(opt, "--rotate-mb") == 0) ok = (o->rotate_mb = atof(v)) > 0;
-        else if (strcmp(opt, "--workspace-mb") == 0) ok = (o->workspace_mb = atof(v)) > 0 && o->workspace_mb < 1048576.0;
+        else if (strcmp(opt, "--workspace-mb") == 0) /* at least one byte: 0 would mean the backend's default */
+            ok = (o->workspace_mb = atof(v)) > 0 && o->workspace_mb < 1048576.0 && (size_t)(o->workspace_mb * 1048576.0) > 0;
         else ok = 0;
         if (!ok) return fprintf(stderr, "qmm bench: bad option '%s %s'\n", opt, v), -1;
     }

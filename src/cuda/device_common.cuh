@@ -77,13 +77,16 @@ static __device__ __forceinline__ float qmm__epilogue_factor(const qmm__cuda_epi
 }
 
 /* C[i] = act(acc * f + bias + beta * C_in[i]), f and bias those of C[i]'s column (bias unread when
- * e.bias is NULL, so -0 stays -0). */
+ * e.bias is NULL, so -0 stays -0). The roundings are spelled out (a product, a sum, then beta * C_in
+ * added in one fused step), so every kernel that inlines this gives the same bits whatever the compiler
+ * would contract: left to itself, nvcc fused acc * f + bias into one FMA in the epilogue kernel of
+ * kernels_dequant.cu but not in the tensor-core kernels. */
 static __device__ __forceinline__ void qmm__epilogue_finish(const qmm__cuda_epilogue &e, size_t i, float acc, float f,
                                                             float bias)
 {
-    float v = acc * f;
-    if (e.bias) v += bias;
-    if (e.beta != 0.0f) v += e.beta * qmm__load_c(e.c_type, e.c, i);
+    float v = __fmul_rn(acc, f);
+    if (e.bias) v = __fadd_rn(v, bias);
+    if (e.beta != 0.0f) v = __fmaf_rn(e.beta, qmm__load_c(e.c_type, e.c, i), v);
     qmm__store_c(e.c_type, e.c, i, qmm__activation(v, e.activation));
 }
 
