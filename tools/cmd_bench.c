@@ -32,7 +32,7 @@ typedef struct bench_options {
     size_t ms[BENCH_MAX_LIST];
     int m_count;
     qmm_path path;
-    qmm_dtype out_type;
+    qmm_dtype out_type, a_type;
     int json, threads, reps;
     double rotate_mb, batch_ms, workspace_mb;
 } bench_options;
@@ -51,6 +51,8 @@ static void bench_usage(FILE *f)
             "  --m LIST            default 1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192\n"
             "  --path NAME         force a path: gemv, fused, materialize (default: the dispatcher's)\n"
             "  --out TYPE          output type bf16 (default), fp16, fp32\n"
+            "  --a-type TYPE       activations of the quantized formats: bf16 (default) or fp16 (the same\n"
+            "                      values; the dense bf16 baseline keeps bf16 activations)\n"
             "  --threads T         CPU worker threads (default: online cores)\n"
             "  --rotate-mb MB      weight copies cycled per timing (default 256)\n"
             "  --reps R            timed batches, median reported (default 7)\n"
@@ -115,6 +117,9 @@ static int bench_parse(int argc, char **argv, bench_options *o)
             o->out_type = strcmp(v, "bf16") == 0 ? QMM_DTYPE_BF16 : strcmp(v, "fp16") == 0 ? QMM_DTYPE_FP16
                           : strcmp(v, "fp32") == 0 ? QMM_DTYPE_FP32 : (qmm_dtype)0;
             ok = o->out_type != 0;
+        } else if (strcmp(opt, "--a-type") == 0) {
+            o->a_type = strcmp(v, "bf16") == 0 ? QMM_DTYPE_BF16 : strcmp(v, "fp16") == 0 ? QMM_DTYPE_FP16 : (qmm_dtype)0;
+            ok = o->a_type != 0;
         } else if (strcmp(opt, "--threads") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->threads = (int)one;
         else if (strcmp(opt, "--reps") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->reps = (int)one;
         else if (strcmp(opt, "--rotate-mb") == 0) ok = (o->rotate_mb = atof(v)) > 0;
@@ -207,8 +212,8 @@ static double bench_check(const void *c, qmm_dtype t, size_t m, size_t n, const 
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-static bench_run bench_time(qmm_context *ctx, const bench_options *o, bench_weight *bw, size_t m, const void *a_buf,
-                            void *c_buf, void *c_host, const float *ref)
+static bench_run bench_time(qmm_context *ctx, const bench_options *o, bench_weight *bw, size_t m, qmm_dtype a_type,
+                            const void *a_buf, void *c_buf, void *c_host, const float *ref)
 {
     bench_run r = {0};
     const size_t n = bw->copies[0].n, k = bw->copies[0].k;
@@ -216,7 +221,7 @@ static bench_run bench_time(qmm_context *ctx, const bench_options *o, bench_weig
     /* correctness first, with C poisoned */
     memset(c_host, 0xff, m * n * bench_elem(o->out_type));
     r.status = qmm_buffer_write(ctx, c_buf, c_host, m * n * bench_elem(o->out_type));
-    if (r.status == QMM_OK) r.status = qmm_matmul(ctx, m, QMM_DTYPE_BF16, a_buf, k, &bw->copies[0], o->out_type, c_buf, n, NULL);
+    if (r.status == QMM_OK) r.status = qmm_matmul(ctx, m, a_type, a_buf, k, &bw->copies[0], o->out_type, c_buf, n, NULL);
     if (r.status == QMM_OK) r.status = qmm_buffer_read(ctx, c_host, c_buf, m * n * bench_elem(o->out_type));
     if (r.status != QMM_OK) return r;
     r.rel_err = ref ? bench_check(c_host, o->out_type, m, n, ref) : 0.0;
@@ -224,7 +229,7 @@ static bench_run bench_time(qmm_context *ctx, const bench_options *o, bench_weig
     int next = 0;
     double t0 = tool_now();
     for (int i = 0; i < 3 && r.status == QMM_OK; i++)
-        r.status = qmm_matmul(ctx, m, QMM_DTYPE_BF16, a_buf, k, &bw->copies[next++ % bw->count], o->out_type, c_buf, n, NULL);
+        r.status = qmm_matmul(ctx, m, a_type, a_buf, k, &bw->copies[next++ % bw->count], o->out_type, c_buf, n, NULL);
     if (r.status == QMM_OK) r.status = qmm_context_synchronize(ctx);
     if (r.status != QMM_OK) return r;
     double per = (tool_now() - t0) / 3;
@@ -235,7 +240,7 @@ static bench_run bench_time(qmm_context *ctx, const bench_options *o, bench_weig
     for (int rep = 0; rep < reps && r.status == QMM_OK; rep++) {
         t0 = tool_now();
         for (int i = 0; i < batch && r.status == QMM_OK; i++)
-            r.status = qmm_matmul(ctx, m, QMM_DTYPE_BF16, a_buf, k, &bw->copies[next++ % bw->count], o->out_type, c_buf, n, NULL);
+            r.status = qmm_matmul(ctx, m, a_type, a_buf, k, &bw->copies[next++ % bw->count], o->out_type, c_buf, n, NULL);
         if (r.status == QMM_OK) r.status = qmm_context_synchronize(ctx);
         times[rep] = (tool_now() - t0) / batch;
     }
@@ -250,15 +255,15 @@ static void bench_print_header(const bench_options *o, qmm_context *ctx, const q
     printf("measured: copy/read bandwidth %.1f GB/s", rates->copy_gbps);
     if (rates->fp32_gflops > 0) printf(", fp32 FMA peak %.0f GFLOP/s", rates->fp32_gflops);
     if (rates->bf16_gflops > 0) printf(", bf16 dot peak %.0f GFLOP/s", rates->bf16_gflops);
-    printf("\noutput %s; weights rotated over >= %.0f MB; median of %d batches\n\n", qmm_dtype_name(o->out_type),
-           o->rotate_mb, o->reps);
+    printf("\nactivations %s, output %s; weights rotated over >= %.0f MB; median of %d batches\n\n",
+           qmm_dtype_name(o->a_type), qmm_dtype_name(o->out_type), o->rotate_mb, o->reps);
     printf("%-12s %-11s %6s %6s %6s %10s %9s %6s %9s %9s %6s %10s %8s %9s\n", "format", "path", "M", "N", "K", "us", "GB/s",
            "%bw", "GFLOP/s", "TFLOP/s", "%peak", "dense_us", "speedup", "rel_err");
     fflush(stdout);
 }
 
 static void bench_print_row(const bench_options *o, qmm_context *ctx, const qmm_machine_rates *rates, qmm_format f,
-                            const bench_run *r, size_t m, size_t n, size_t k, size_t bytes, double dense_us)
+                            qmm_dtype a_type, const bench_run *r, size_t m, size_t n, size_t k, size_t bytes, double dense_us)
 {
     qmm_format_traits t;
     qmm_format_get_traits(f, &t);
@@ -274,10 +279,10 @@ static void bench_print_row(const bench_options *o, qmm_context *ctx, const qmm_
         printf("{\"backend\":\"%s\",\"device\":\"%s\",\"format\":\"%s\",\"path\":\"%s\",\"M\":%zu,\"N\":%zu,\"K\":%zu,"
                "\"us\":%.3f,\"weight_bytes\":%zu,\"gbps\":%.2f,\"pct_bw\":%.1f,\"copy_gbps\":%.1f,\"tflops\":%.4f,"
                "\"pct_peak\":%.1f,\"dense_us\":%.3f,\"speedup_vs_dense\":%.3f,\"rel_err\":%.3e,\"out\":\"%s\","
-               "\"gflops\":%.2f,\"peak_gflops\":%.1f}\n",
+               "\"gflops\":%.2f,\"peak_gflops\":%.1f,\"a_type\":\"%s\"}\n",
                qmm_backend_name(b), qmm_context_describe(ctx), t.name, qmm_path_name(r->path), m, n, k, r->us, bytes, gbps,
                pct_bw, rates->copy_gbps, tflops, pct_peak, dense_us, speedup, r->rel_err, qmm_dtype_name(o->out_type),
-               tflops * 1e3, peak);
+               tflops * 1e3, peak, qmm_dtype_name(a_type));
     } else {
         char pk[16] = "-";
         if (peak > 0) snprintf(pk, sizeof pk, "%.1f", pct_peak);
@@ -295,7 +300,7 @@ static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machi
     size_t max_m = 0;
     for (int i = 0; i < o->m_count; i++) max_m = o->ms[i] > max_m ? o->ms[i] : max_m;
     uint16_t *probe = malloc(BENCH_PROBE_ROWS * k * 2), *a = malloc(max_m * k * 2);
-    void *c_host = malloc(max_m * n * 4), *a_buf = NULL, *c_buf = NULL;
+    void *c_host = malloc(max_m * n * 4), *a_buf = NULL, *c_buf = NULL, *aq_buf = NULL;
     float *ref = malloc(BENCH_PROBE_ROWS * n * sizeof(float));
     int failures = 0;
     qmm_status st = (probe && a && c_host && ref) ? QMM_OK : QMM_ERR_OUT_OF_MEMORY;
@@ -306,6 +311,15 @@ static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machi
     }
     if (st == QMM_OK) st = qmm_buffer_alloc(ctx, max_m * n * 4, &c_buf);
     if (st == QMM_OK) st = qmm_buffer_write(ctx, a_buf, a, max_m * k * 2);
+    /* fp16 activations for the quantized formats: the same values (a bf16 value of magnitude 2^-17 to
+     * 65504 is an fp16 value; the rare smaller ones of these N(0, 1) draws round to fp16's subnormal
+     * grid, far inside the check's tolerance), so the same reference product checks them */
+    if (st == QMM_OK && o->a_type == QMM_DTYPE_FP16) {
+        for (size_t i = 0; i < max_m * k; i++) a[i] = qmm_fp32_to_fp16(qmm_bf16_to_fp32(a[i]));
+        st = qmm_buffer_alloc(ctx, max_m * k * 2, &aq_buf);
+        if (st == QMM_OK) st = qmm_buffer_write(ctx, aq_buf, a, max_m * k * 2);
+    }
+    const void *a_q = aq_buf ? aq_buf : a_buf;
     bench_weight dense = {0};
     if (st == QMM_OK) st = bench_weight_make(ctx, QMM_FORMAT_BF16, n, k, o->rotate_mb, &dense);
     double *dense_us = calloc((size_t)o->m_count, sizeof(double));
@@ -314,14 +328,14 @@ static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machi
     qmm_path forced = o->path;
     for (int mi = 0; mi < o->m_count && st == QMM_OK; mi++) {
         qmm_context_set_path(ctx, QMM_PATH_AUTO); /* the dense path is the backend's own choice */
-        bench_run r = bench_time(ctx, o, &dense, o->ms[mi], a_buf, c_buf, c_host, ref);
+        bench_run r = bench_time(ctx, o, &dense, o->ms[mi], QMM_DTYPE_BF16, a_buf, c_buf, c_host, ref);
         st = r.status;
         dense_us[mi] = r.us;
         if (st == QMM_OK && r.rel_err > bench_tolerance(o->out_type)) {
             fprintf(stderr, "qmm bench: CHECK FAILED: bf16 M=%zu N=%zu K=%zu rel_err %.3e\n", o->ms[mi], n, k, r.rel_err);
             failures++;
         }
-        if (st == QMM_OK) bench_print_row(o, ctx, rates, QMM_FORMAT_BF16, &r, o->ms[mi], n, k, dense.bytes, r.us);
+        if (st == QMM_OK) bench_print_row(o, ctx, rates, QMM_FORMAT_BF16, QMM_DTYPE_BF16, &r, o->ms[mi], n, k, dense.bytes, r.us);
     }
     bench_weight_free(&dense);
     for (int fi = 0; fi < o->format_count && st == QMM_OK; fi++) {
@@ -331,7 +345,7 @@ static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machi
         st = tool_reference_product(&bw.copies[0], probe, BENCH_PROBE_ROWS, ref, tool_cpu_count());
         if (forced != QMM_PATH_AUTO && st == QMM_OK) st = qmm_context_set_path(ctx, forced);
         for (int mi = 0; mi < o->m_count && st == QMM_OK; mi++) {
-            bench_run r = bench_time(ctx, o, &bw, o->ms[mi], a_buf, c_buf, c_host, ref);
+            bench_run r = bench_time(ctx, o, &bw, o->ms[mi], o->a_type, a_q, c_buf, c_host, ref);
             st = r.status;
             if (st == QMM_OK && r.rel_err > bench_tolerance(o->out_type)) {
                 qmm_format_traits t;
@@ -340,12 +354,13 @@ static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machi
                         qmm_path_name(r.path), o->ms[mi], n, k, r.rel_err);
                 failures++;
             }
-            if (st == QMM_OK) bench_print_row(o, ctx, rates, o->formats[fi], &r, o->ms[mi], n, k, bw.bytes, dense_us[mi]);
+            if (st == QMM_OK) bench_print_row(o, ctx, rates, o->formats[fi], o->a_type, &r, o->ms[mi], n, k, bw.bytes, dense_us[mi]);
         }
         qmm_context_set_path(ctx, QMM_PATH_AUTO);
         bench_weight_free(&bw);
     }
     qmm_buffer_free(ctx, a_buf);
+    qmm_buffer_free(ctx, aq_buf);
     qmm_buffer_free(ctx, c_buf);
     free(dense_us), free(probe), free(a), free(c_host), free(ref);
     if (st != QMM_OK) return tool_report("bench", st);
@@ -358,6 +373,7 @@ int cmd_bench(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.backend = QMM_BACKEND_AUTO;
     o.out_type = QMM_DTYPE_BF16;
+    o.a_type = QMM_DTYPE_BF16;
     o.reps = 7;
     o.rotate_mb = 256;
     o.batch_ms = 20;
