@@ -92,6 +92,15 @@ static int bench_parse_shapes(const char *s, bench_options *o)
     return o->shape_count > 0 ? 0 : -1;
 }
 
+/* bf16, fp16 or (with_fp32) fp32 by the library's names; 0 for anything else */
+static qmm_dtype bench_parse_type(const char *v, int with_fp32)
+{
+    const qmm_dtype types[3] = {QMM_DTYPE_BF16, QMM_DTYPE_FP16, QMM_DTYPE_FP32};
+    for (int i = 0; i < (with_fp32 ? 3 : 2); i++)
+        if (strcmp(v, qmm_dtype_name(types[i])) == 0) return types[i];
+    return (qmm_dtype)0;
+}
+
 static int bench_parse(int argc, char **argv, bench_options *o)
 {
     for (int i = 1; i < argc; i++) {
@@ -113,14 +122,9 @@ static int bench_parse(int argc, char **argv, bench_options *o)
         else if (strcmp(opt, "--shapes") == 0) ok = bench_parse_shapes(v, o) == 0;
         else if (strcmp(opt, "--m") == 0) ok = (o->m_count = tool_parse_sizes(v, o->ms, BENCH_MAX_LIST)) > 0;
         else if (strcmp(opt, "--path") == 0) ok = qmm_path_from_name(v, &o->path) == QMM_OK;
-        else if (strcmp(opt, "--out") == 0) {
-            o->out_type = strcmp(v, "bf16") == 0 ? QMM_DTYPE_BF16 : strcmp(v, "fp16") == 0 ? QMM_DTYPE_FP16
-                          : strcmp(v, "fp32") == 0 ? QMM_DTYPE_FP32 : (qmm_dtype)0;
-            ok = o->out_type != 0;
-        } else if (strcmp(opt, "--a-type") == 0) {
-            o->a_type = strcmp(v, "bf16") == 0 ? QMM_DTYPE_BF16 : strcmp(v, "fp16") == 0 ? QMM_DTYPE_FP16 : (qmm_dtype)0;
-            ok = o->a_type != 0;
-        } else if (strcmp(opt, "--threads") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->threads = (int)one;
+        else if (strcmp(opt, "--out") == 0) ok = (o->out_type = bench_parse_type(v, 1)) != 0;
+        else if (strcmp(opt, "--a-type") == 0) ok = (o->a_type = bench_parse_type(v, 0)) != 0;
+        else if (strcmp(opt, "--threads") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->threads = (int)one;
         else if (strcmp(opt, "--reps") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->reps = (int)one;
         else if (strcmp(opt, "--rotate-mb") == 0) ok = (o->rotate_mb = atof(v)) > 0;
         else if (strcmp(opt, "--workspace-mb") == 0) /* at least one byte: 0 would mean the backend's default */

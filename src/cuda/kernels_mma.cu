@@ -19,7 +19,7 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
     p.strips = (int)w->strips;
     p.chunks = (int)w->chunks;
     p.mx_bias = qmm__mxfp4_bias(w->mx_off);
-    for (int i = 0; i < 6; i++) p.pow2[i] = 1u << kPow2Shifts[i];
+    for (int i = 0; i < kPow2Count; i++) p.pow2[i] = 1u << kPow2Shifts[i];
     p.e = *e;
     p.mtiles = (int)((m + 8 * (size_t)nb - 1) / (8 * (size_t)nb));
     p.partials = partials;

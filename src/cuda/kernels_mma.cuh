@@ -57,6 +57,11 @@ constexpr int kStepK = 128;
 constexpr int kRowW = kStepK / 2 + 16; /* words per staged row of a STEP stage: 80, 16 modulo 32 */
 constexpr int kWholeMax = 100 * 1024;  /* shared memory of the WHOLE variant: two CTAs per SM fit */
 
+/* the powers in mma_params::pow2: left shifts by 3 to 6, and right shifts by 7 and 4 as the high word of
+ * a multiply by 2^25 and 2^28 (kernels_mma.cu fills them; see e2m1_decode) */
+constexpr int kPow2Shifts[] = {3, 4, 5, 6, 25, 28};
+constexpr int kPow2Count = sizeof kPow2Shifts / sizeof kPow2Shifts[0];
+
 struct mma_params {
     const uint4 *data;
     const uint8_t *scales;
@@ -67,7 +72,7 @@ struct mma_params {
     uint32_t mx_bias; /* MXFP4: qmm__mxfp4_bias of the weight */
     /* 2^kPow2Shifts[i], read from the parameters so that ptxas cannot see them as powers of two: the
      * E2M1 decode's shifts become multiplies (see e2m1_decode) */
-    uint32_t pow2[6];
+    uint32_t pow2[kPow2Count];
     int aligned;      /* A rows and base 16-byte aligned: whole pieces load with one 16-byte load */
     /* split pairs (fused path on large weights, see pair_split): `pairs` = 1: the reduction adds the
      * partials two by two, (p0 + p1) + (p2 + p3) + ...; `half` > 0: each unit's sum restarts after
@@ -181,9 +186,6 @@ __device__ __forceinline__ uint32_t hi_hi(uint32_t x)
 #define QMM_CUDA_DECODE_POW2 1
 #endif
 constexpr int kPow2 = QMM_CUDA_DECODE_POW2;
-/* the powers in p.pow2: left shifts by 3 to 6, and right shifts by 7 and 4 as the high word of a multiply
- * by 2^25 and 2^28 (kernels_mma.cu fills them) */
-constexpr int kPow2Shifts[6] = {3, 4, 5, 6, 25, 28};
 __host__ __device__ constexpr int pow2_slot(int shift, int i = 0) { return kPow2Shifts[i] == shift ? i : pow2_slot(shift, i + 1); }
 
 template <int S>

@@ -207,12 +207,12 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     static const int forced_splits = std::getenv("QMM_CUDA_SPLITS") ? std::atoi(std::getenv("QMM_CUDA_SPLITS")) : 0;
     /* QMM_CUDA_PAIRS=1 (a knob for tests and benchmarks, not for use): pair mode on any weight where the
      * split has halves; by default it is off */
-    static const int forced_pairs = std::getenv("QMM_CUDA_PAIRS") ? std::atoi(std::getenv("QMM_CUDA_PAIRS")) : -1;
+    static const bool pairs_knob = std::getenv("QMM_CUDA_PAIRS") && std::atoi(std::getenv("QMM_CUDA_PAIRS")) == 1;
     /* off by default since the weight rings were mended (ring-order, 2026-11-30, H200): FP8 without it
      * 1-30% faster at M = 16..64 on the three large default shapes ((6144, 18432) M = 16: 36.7 against
      * 52.7 us), NVFP4 with it 13-27% slower at M = 16; before, FP8's pair mode made up for the one tile
      * in flight of the defective ring (BENCHMARKS.md, "Eighth session") */
-    const bool pair_wanted = NB >= 2 && forced_splits <= 0 && forced_pairs == 1;
+    const bool pair_wanted = NB >= 2 && forced_splits <= 0 && pairs_knob;
     const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
     if (!pair) {
         int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
