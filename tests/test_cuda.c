@@ -1,7 +1,8 @@
 /* The CUDA backend against the reference: every path and format on odd shapes (M in 1, 2, 3, 7, 16,
  * 33, 100; N and K not multiples of 128; K not a multiple of the block), bf16 and fp16 activations,
- * every output type and epilogue, split-K, chunked materialization, the RAW encodings, batch
- * invariance, CUDA graph capture, and bad inputs. Exits 77 (skipped) without a usable GPU. */
+ * every output type and epilogue (and the epilogue's fp32 arithmetic bit for bit), split-K, chunked
+ * materialization, the RAW encodings, batch invariance, CUDA graph capture, and bad inputs. Exits 77
+ * (skipped) without a usable GPU. */
 #include <cuda_runtime_api.h>
 
 #include "matmul_check.h"
@@ -47,6 +48,100 @@ static void test_paths_and_shapes(void)
         }
     }
     CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
+}
+
+/* The epilogue's fp32 arithmetic, bit for bit, on every path. With activations and FP8 weight codes that
+ * are small integers, every sum of products is an integer below 2^24, so it is exact in fp32 whatever
+ * its order or split; C must then equal, to the bit, the formula of src/cuda/device_common.cuh
+ * (qmm__epilogue_factor, qmm__epilogue_finish): f = alpha * channel[n] * column[n], v = acc * f,
+ * v = v + bias[n], v = fma(beta, C_in, v), ReLU, one rounding to the output type. (The kernels carry an
+ * exact power of two between acc and f, which does not change these roundings away from overflow and
+ * subnormals.) A compiler that contracts a product into a sum fails it: nvcc did so once in the
+ * materialize path's epilogue kernel, which a tolerance-based check could not see. Activations: none
+ * and ReLU (the others go through the device's expf and erfcf). */
+static float exact_f32(volatile float x) { return x; } /* one rounding, no contraction across it */
+
+static void test_exact_epilogue(void)
+{
+    static const uint8_t codes[9] = {0x00, 0x38, 0x40, 0x44, 0x48, 0xb8, 0xc0, 0xc4, 0xc8}; /* 0, +-1, 2, 3, 4 */
+    static const float values[9] = {0, 1, 2, 3, 4, -1, -2, -3, -4};
+    static const size_t ms[] = {1, 5, 16, 33, 100};
+    static const qmm_path paths[4] = {QMM_PATH_AUTO, QMM_PATH_GEMV, QMM_PATH_FUSED, QMM_PATH_MATERIALIZE};
+    const size_t n = 77, k = 333, ldc = n + 3, mmax = 100;
+    qmm_weight w;
+    CHECK_OK(qmm_weight_alloc(&w, QMM_FORMAT_FP8_CHANNEL, n, k));
+    int *q = malloc(n * k * sizeof(int));
+    for (size_t i = 0; i < n * k; i++) {
+        const int c = (int)(harness_next() % 9);
+        w.data[i] = codes[c];
+        q[i] = (int)values[c];
+    }
+    for (size_t j = 0; j < n; j++) w.channel_scales[j] = (float)(harness_normal() * ldexp(1.0, (int)(harness_next() % 9) - 4));
+    CHECK_OK(qmm_weight_prepare(ctx, &w));
+    uint16_t *a = malloc(mmax * k * 2);
+    int *ai = malloc(mmax * k * sizeof(int));
+    for (size_t i = 0; i < mmax * k; i++) {
+        ai[i] = (int)(harness_next() % 7) - 3;
+        a[i] = qmm_fp32_to_bf16((float)ai[i]);
+    }
+    float *bias = malloc(n * 4), *cs = malloc(n * 4);
+    for (size_t j = 0; j < n; j++) bias[j] = (float)harness_normal(), cs[j] = (float)(0.5 + harness_uniform());
+    void *a_buf = mm_upload(ctx, a, mmax * k * 2), *bias_buf = mm_upload(ctx, bias, n * 4), *cs_buf = mm_upload(ctx, cs, n * 4);
+    const size_t cbytes = mmax * ldc * 4;
+    void *cin = malloc(cbytes), *got = malloc(cbytes), *c_buf = NULL;
+    CHECK_OK(qmm_buffer_alloc(ctx, cbytes, &c_buf));
+    char label[160];
+    for (int p = 0; p < 4; p++)
+        for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+            for (int variant = 0; variant < 4; variant++) {
+                const size_t m = ms[mi];
+                const qmm_dtype ct = ctypes[harness_next() % 3];
+                const size_t el = mm_elem(ct);
+                qmm_epilogue e;
+                qmm_epilogue_init(&e);
+                e.alpha = variant == 0 ? 1.0f : (float)(0.5 + harness_uniform());
+                e.activation = variant & 1 ? QMM_ACT_RELU : QMM_ACT_NONE;
+                if (variant >= 2) e.beta = -0.625f, e.bias = bias_buf, e.column_scale = cs_buf;
+                harness_poison(cin, cbytes);
+                if (e.beta != 0.0f)
+                    for (size_t i = 0; i < m; i++)
+                        for (size_t j = 0; j < n; j++) mm_store(ct, cin, i * ldc + j, (float)harness_normal());
+                if (!a_buf || !c_buf) break;
+                CHECK_OK(qmm_buffer_write(ctx, c_buf, cin, m * ldc * el));
+                CHECK_OK(qmm_context_set_path(ctx, paths[p]));
+                snprintf(label, sizeof label, "exact epilogue: path %s m %zu %s variant %d", qmm_path_name(paths[p]), m,
+                         qmm_dtype_name(ct), variant);
+                qmm_status st = qmm_matmul(ctx, m, QMM_DTYPE_BF16, a_buf, k, &w, ct, c_buf, ldc, &e);
+                CHECK(st == QMM_OK, "%s: qmm_matmul failed: %s", label, qmm_last_error());
+                if (st != QMM_OK) continue;
+                CHECK_OK(qmm_buffer_read(ctx, got, c_buf, m * ldc * el));
+                long bad = 0;
+                for (size_t i = 0; i < m; i++) {
+                    for (size_t j = 0; j < n; j++) {
+                        long long acc = 0;
+                        for (size_t t = 0; t < k; t++) acc += (long long)ai[i * k + t] * q[j * k + t];
+                        float f = exact_f32(e.alpha * w.channel_scales[j]);
+                        if (e.column_scale) f = exact_f32(f * cs[j]);
+                        float v = exact_f32((float)acc * f);
+                        if (e.bias) v = exact_f32(v + bias[j]);
+                        if (e.beta != 0.0f) v = fmaf(e.beta, mm_load(ct, cin, i * ldc + j), v);
+                        if (e.activation == QMM_ACT_RELU) v = v > 0.0f ? v : 0.0f;
+                        uint8_t want[4];
+                        mm_store(ct, want, 0, v);
+                        if (memcmp(want, (char *)got + (i * ldc + j) * el, el) != 0 && bad++ < 3)
+                            CHECK(0, "%s: C[%zu,%zu] = %.9g, want %.9g (acc %lld)", label, i, j,
+                                  (double)mm_load(ct, got, i * ldc + j), (double)mm_load(ct, want, 0), acc);
+                    }
+                    /* the gap after the row was poison in C_in too and must still be */
+                    CHECK(harness_all_bytes((char *)got + (i * ldc + n) * el, (ldc - n) * el, 0xff),
+                          "%s: the gap after row %zu of C was written", label, i);
+                }
+                CHECK(bad == 0, "%s: %ld elements differ", label, bad);
+            }
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
+    qmm_buffer_free(ctx, a_buf), qmm_buffer_free(ctx, bias_buf), qmm_buffer_free(ctx, cs_buf), qmm_buffer_free(ctx, c_buf);
+    qmm_weight_free(&w);
+    free(q), free(a), free(ai), free(bias), free(cs), free(cin), free(got);
 }
 
 /* Every activation type x output type x epilogue on both paths, one shape. */
@@ -369,6 +464,7 @@ int main(int argc, char **argv)
     printf("test_cuda: %s\n", qmm_context_describe(ctx));
     test_paths_and_shapes();
     if (!pairs_only) test_types_and_epilogues();
+    test_exact_epilogue();
     test_long_k();
     if (!pairs_only) {
         test_chunked_materialize();
