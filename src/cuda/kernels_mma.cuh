@@ -243,44 +243,80 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
         fx0 = qmm__mxfp4_factor2(sc.x & 0x00ff00ffu, p.mx_bias);
         fx1 = qmm__mxfp4_factor2((sc.x >> 8) & 0x00ff00ffu, p.mx_bias);
     }
+    /* the A fragment of k-tile j (0 .. 3) of the tile: decoded, times its block factors */
+    auto decode = [&](int j, uint32_t (&a)[4]) {
+        if constexpr (ENC == QMM__ENC_FP8) {
+            const uint32_t w0 = w[2 * j], w1 = w[2 * j + 1];
+            a[0] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w0), QMM__FP8_FACTOR);
+            a[1] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w0 >> 8), QMM__FP8_FACTOR);
+            a[2] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w1), QMM__FP8_FACTOR);
+            a[3] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w1 >> 8), QMM__FP8_FACTOR);
+        } else {
+            uint32_t f0, f1;
+            if constexpr (ENC == QMM__ENC_NVFP4) {
+                f0 = j == 0 ? lo_lo(fx0) : j == 1 ? lo_lo(fx1) : j == 2 ? hi_hi(fx0) : hi_hi(fx1);
+                f1 = j == 0 ? lo_lo(fy0) : j == 1 ? lo_lo(fy1) : j == 2 ? hi_hi(fy0) : hi_hi(fy1);
+            } else {
+                f0 = j < 2 ? lo_lo(fx0) : lo_lo(fx1);
+                f1 = j < 2 ? hi_hi(fx0) : hi_hi(fx1);
+            }
+            e2m1_decode(p, w[j], a);
+            a[0] = qmm__bf16x2_mul(a[0], f0);
+            a[1] = qmm__bf16x2_mul(a[1], f1);
+            a[2] = qmm__bf16x2_mul(a[2], f0);
+            a[3] = qmm__bf16x2_mul(a[3], f1);
+        }
+    };
+    /* fp16 A with NB >= 4 (STEP only): both k-tiles of a group decoded first, then the row groups of A
+     * in two halves, so only half of the B fragments (hi and lo parts, NB x 4 registers) are live at a
+     * time: STEP at 64 rows spilled 308 bytes in one pass, 172 in halves (NVFP4, sm_90a). Each
+     * accumulator still takes its k-tiles in the same order, so the bits are those of the one pass.
+     * Not for bf16 A: PIPE at 32 rows then copied one weight-ring load (scripts/ring_moves.py) and
+     * PIPE at 64 rows kept its 16-byte spill. */
+    constexpr int HALVES = FP16A && NB >= 4 ? 2 : 1, NBH = NB / HALVES;
 #pragma unroll
     for (int gi = 0; gi < groups; gi++) {
-        uint4 b[NB], bl[NB];
-#pragma unroll
-        for (int nb = 0; nb < NB; nb++) {
-            b[nb] = bfetch(nb, gi, 0);
-            if (FP16A) bl[nb] = bfetch(nb, gi, 1);
-        }
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int j = gi * 2 + h; /* k-tile within the tile */
-            uint32_t a[4];
-            if constexpr (ENC == QMM__ENC_FP8) {
-                const uint32_t w0 = w[2 * j], w1 = w[2 * j + 1];
-                a[0] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w0), QMM__FP8_FACTOR);
-                a[1] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w0 >> 8), QMM__FP8_FACTOR);
-                a[2] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w1), QMM__FP8_FACTOR);
-                a[3] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w1 >> 8), QMM__FP8_FACTOR);
-            } else {
-                uint32_t f0, f1;
-                if constexpr (ENC == QMM__ENC_NVFP4) {
-                    f0 = j == 0 ? lo_lo(fx0) : j == 1 ? lo_lo(fx1) : j == 2 ? hi_hi(fx0) : hi_hi(fx1);
-                    f1 = j == 0 ? lo_lo(fy0) : j == 1 ? lo_lo(fy1) : j == 2 ? hi_hi(fy0) : hi_hi(fy1);
-                } else {
-                    f0 = j < 2 ? lo_lo(fx0) : lo_lo(fx1);
-                    f1 = j < 2 ? hi_hi(fx0) : hi_hi(fx1);
-                }
-                e2m1_decode(p, w[j], a);
-                a[0] = qmm__bf16x2_mul(a[0], f0);
-                a[1] = qmm__bf16x2_mul(a[1], f1);
-                a[2] = qmm__bf16x2_mul(a[2], f0);
-                a[3] = qmm__bf16x2_mul(a[3], f1);
-            }
-            float(&ac)[NB][4] = acc[j % CHAINS];
+        if constexpr (HALVES == 1) {
+            uint4 b[NB], bl[NB];
 #pragma unroll
             for (int nb = 0; nb < NB; nb++) {
-                qmm__mma_bf16(ac[nb], a, h ? b[nb].z : b[nb].x, h ? b[nb].w : b[nb].y);
-                if (FP16A) qmm__mma_bf16(ac[nb], a, h ? bl[nb].z : bl[nb].x, h ? bl[nb].w : bl[nb].y);
+                b[nb] = bfetch(nb, gi, 0);
+                if (FP16A) bl[nb] = bfetch(nb, gi, 1);
+            }
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int j = gi * 2 + h; /* k-tile within the tile */
+                uint32_t a[4];
+                decode(j, a);
+                float(&ac)[NB][4] = acc[j % CHAINS];
+#pragma unroll
+                for (int nb = 0; nb < NB; nb++) {
+                    qmm__mma_bf16(ac[nb], a, h ? b[nb].z : b[nb].x, h ? b[nb].w : b[nb].y);
+                    if (FP16A) qmm__mma_bf16(ac[nb], a, h ? bl[nb].z : bl[nb].x, h ? bl[nb].w : bl[nb].y);
+                }
+            }
+        } else {
+            uint32_t a2[2][4];
+            decode(gi * 2, a2[0]);
+            decode(gi * 2 + 1, a2[1]);
+#pragma unroll
+            for (int hv = 0; hv < HALVES; hv++) {
+                uint4 b[NBH], bl[NBH];
+#pragma unroll
+                for (int i = 0; i < NBH; i++) {
+                    b[i] = bfetch(hv * NBH + i, gi, 0);
+                    if (FP16A) bl[i] = bfetch(hv * NBH + i, gi, 1);
+                }
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float(&ac)[NB][4] = acc[(gi * 2 + h) % CHAINS];
+#pragma unroll
+                    for (int i = 0; i < NBH; i++) {
+                        const int nb = hv * NBH + i;
+                        qmm__mma_bf16(ac[nb], a2[h], h ? b[i].z : b[i].x, h ? b[i].w : b[i].y);
+                        if (FP16A) qmm__mma_bf16(ac[nb], a2[h], h ? bl[i].z : bl[i].x, h ? bl[i].w : bl[i].y);
+                    }
+                }
             }
         }
     }
