@@ -58,7 +58,8 @@ static void test_paths_and_shapes(void)
  * exact power of two between acc and f, which does not change these roundings away from overflow and
  * subnormals.) A compiler that contracts a product into a sum fails it: nvcc did so once in the
  * materialize path's epilogue kernel, which a tolerance-based check could not see. Activations: none
- * and ReLU (the others go through the device's expf and erfcf). */
+ * and ReLU (the others go through the device's expf and erfcf). bf16 and fp16 A: the integers are exact
+ * in both, and FP8 with fp16 A takes its own decode (fp16 values times 2^-8, the 2^8 in f). */
 static float exact_f32(volatile float x) { return x; } /* one rounding, no contraction across it */
 
 static void test_exact_epilogue(void)
@@ -78,30 +79,33 @@ static void test_exact_epilogue(void)
     }
     for (size_t j = 0; j < n; j++) w.channel_scales[j] = (float)(harness_normal() * ldexp(1.0, (int)(harness_next() % 9) - 4));
     CHECK_OK(qmm_weight_prepare(ctx, &w));
-    uint16_t *a = malloc(mmax * k * 2);
+    uint16_t *a = malloc(mmax * k * 2), *ah = malloc(mmax * k * 2);
     int *ai = malloc(mmax * k * sizeof(int));
     for (size_t i = 0; i < mmax * k; i++) {
         ai[i] = (int)(harness_next() % 7) - 3;
         a[i] = qmm_fp32_to_bf16((float)ai[i]);
+        ah[i] = qmm_fp32_to_fp16((float)ai[i]);
     }
     float *bias = malloc(n * 4), *cs = malloc(n * 4);
     for (size_t j = 0; j < n; j++) bias[j] = (float)harness_normal(), cs[j] = (float)(0.5 + harness_uniform());
-    void *a_buf = mm_upload(ctx, a, mmax * k * 2), *bias_buf = mm_upload(ctx, bias, n * 4), *cs_buf = mm_upload(ctx, cs, n * 4);
+    void *a_bufs[2] = {mm_upload(ctx, a, mmax * k * 2), mm_upload(ctx, ah, mmax * k * 2)}, *bias_buf = mm_upload(ctx, bias, n * 4), *cs_buf = mm_upload(ctx, cs, n * 4);
     const size_t cbytes = mmax * ldc * 4;
     void *cin = malloc(cbytes), *got = malloc(cbytes), *c_buf = NULL;
     CHECK_OK(qmm_buffer_alloc(ctx, cbytes, &c_buf));
     char label[160];
     for (int p = 0; p < 4; p++)
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
-            for (int variant = 0; variant < 4; variant++) {
+            for (int variant = 0; variant < 8; variant++) {
                 const size_t m = ms[mi];
+                const qmm_dtype at = atypes[variant / 4];
+                void *a_buf = a_bufs[variant / 4];
                 const qmm_dtype ct = ctypes[harness_next() % 3];
                 const size_t el = mm_elem(ct);
                 qmm_epilogue e;
                 qmm_epilogue_init(&e);
-                e.alpha = variant == 0 ? 1.0f : (float)(0.5 + harness_uniform());
+                e.alpha = variant % 4 == 0 ? 1.0f : (float)(0.5 + harness_uniform());
                 e.activation = variant & 1 ? QMM_ACT_RELU : QMM_ACT_NONE;
-                if (variant >= 2) e.beta = -0.625f, e.bias = bias_buf, e.column_scale = cs_buf;
+                if (variant % 4 >= 2) e.beta = -0.625f, e.bias = bias_buf, e.column_scale = cs_buf;
                 harness_poison(cin, cbytes);
                 if (e.beta != 0.0f)
                     for (size_t i = 0; i < m; i++)
@@ -109,9 +113,9 @@ static void test_exact_epilogue(void)
                 if (!a_buf || !c_buf) break;
                 CHECK_OK(qmm_buffer_write(ctx, c_buf, cin, m * ldc * el));
                 CHECK_OK(qmm_context_set_path(ctx, paths[p]));
-                snprintf(label, sizeof label, "exact epilogue: path %s m %zu %s variant %d", qmm_path_name(paths[p]), m,
-                         qmm_dtype_name(ct), variant);
-                qmm_status st = qmm_matmul(ctx, m, QMM_DTYPE_BF16, a_buf, k, &w, ct, c_buf, ldc, &e);
+                snprintf(label, sizeof label, "exact epilogue: path %s m %zu A %s C %s variant %d", qmm_path_name(paths[p]), m,
+                         qmm_dtype_name(at), qmm_dtype_name(ct), variant % 4);
+                qmm_status st = qmm_matmul(ctx, m, at, a_buf, k, &w, ct, c_buf, ldc, &e);
                 CHECK(st == QMM_OK, "%s: qmm_matmul failed: %s", label, qmm_last_error());
                 if (st != QMM_OK) continue;
                 CHECK_OK(qmm_buffer_read(ctx, got, c_buf, m * ldc * el));
@@ -139,9 +143,9 @@ static void test_exact_epilogue(void)
                 CHECK(bad == 0, "%s: %ld elements differ", label, bad);
             }
     CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
-    qmm_buffer_free(ctx, a_buf), qmm_buffer_free(ctx, bias_buf), qmm_buffer_free(ctx, cs_buf), qmm_buffer_free(ctx, c_buf);
+    qmm_buffer_free(ctx, a_bufs[0]), qmm_buffer_free(ctx, a_bufs[1]), qmm_buffer_free(ctx, bias_buf), qmm_buffer_free(ctx, cs_buf), qmm_buffer_free(ctx, c_buf);
     qmm_weight_free(&w);
-    free(q), free(a), free(ai), free(bias), free(cs), free(cin), free(got);
+    free(q), free(a), free(ah), free(ai), free(bias), free(cs), free(cin), free(got);
 }
 
 /* Every activation type x output type x epilogue on both paths, one shape. */

@@ -81,6 +81,15 @@ QMM__HD uint32_t qmm__mxfp4_factor2(uint32_t c2, uint32_t bias) { return c2 * 12
 /* An MXFP4 scale code c -> 2^(c - 127 + 126 - K) in both halves. */
 QMM__HD uint32_t qmm__mxfp4_factor(uint32_t c, int off) { return qmm__mxfp4_factor2(c * 0x00010001u, qmm__mxfp4_bias(off)); }
 
+/* Two E4M3 codes at bits [7:0] and [23:16] of x -> fp16x2, each value * 2^-8 (eeeemmm lands in fp16 bits
+ * 13:7, so the exponent bias goes from 7 to 15; E4M3 subnormals land on fp16 subnormals, m * 2^-17). Every
+ * such value is an fp16 value, so fp16 activations meet it in one fp16 MMA and 2^8 goes to the epilogue. */
+QMM__HD uint32_t qmm__e4m3x2_to_f16x2(uint32_t x)
+{
+    return ((x & 0x007f007fu) << 7) | ((x & 0x00800080u) << 8);
+}
+#define QMM__FP8_HALF_FIX 8
+
 /* 2^120 in both halves: turns an E4M3 decode into the exact E4M3 value. */
 #define QMM__FP8_FACTOR 0x7b807b80u
 

@@ -18,6 +18,15 @@ static __device__ __forceinline__ void qmm__mma_bf16(float (&d)[4], const uint32
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* D += A (16x16 fp16, row) * B (16x8 fp16, col), fp32 accumulators. */
+static __device__ __forceinline__ void qmm__mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 /* a * b on bf16 pairs, rounded to nearest (exact for the products the decoders form). The addend -0
  * keeps the sign of zero products. */
 static __device__ __forceinline__ uint32_t qmm__bf16x2_mul(uint32_t a, uint32_t b)

@@ -30,6 +30,9 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
     p.half = 0;
     p.aligned = ((uintptr_t)a % 16 == 0) && (lda % 8 == 0);
     const bool fp16 = a_type == QMM_DTYPE_FP16;
+    /* FP8 tiles meet fp16 activations as fp16 values times 2^-QMM__FP8_HALF_FIX (kEncFp8Half): an exact
+     * power of two, so the sums and the epilogue's roundings are those of the bf16 decode */
+    if (w->enc == QMM__ENC_FP8 && fp16) p.e.alpha_fix *= (float)(1 << QMM__FP8_HALF_FIX);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     switch (w->enc) {
     case QMM__ENC_NVFP4: return (int)launch_nvfp4(p, nb, fp16, sm_count, partial_floats, counter_count, s);

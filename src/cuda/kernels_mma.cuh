@@ -84,10 +84,26 @@ struct mma_params {
     qmm__cuda_epilogue e;
 };
 
+/* FP8 weights with fp16 activations: the FP8 tiles decoded to fp16 (qmm__e4m3x2_to_f16x2) for fp16 MMAs,
+ * so fp16 activations take one MMA per product, as bf16 ones do, and every variant of the bf16 kernels
+ * (PIPE included) runs them; the epilogue's factor carries 2^QMM__FP8_HALF_FIX (kernels_mma.cu). A
+ * kernel-side encoding only, never a prepared one. */
+constexpr int kEncFp8Half = 16;
+__host__ __device__ constexpr bool is_fp8(int enc) { return enc == QMM__ENC_FP8 || enc == kEncFp8Half; }
+
 template <int ENC> struct enc_traits;
 template <> struct enc_traits<QMM__ENC_NVFP4> { static constexpr int tile_k = 64, scale_tile = 64, scale_lane = 8; };
 template <> struct enc_traits<QMM__ENC_MXFP4> { static constexpr int tile_k = 64, scale_tile = 32, scale_lane = 4; };
 template <> struct enc_traits<QMM__ENC_FP8> { static constexpr int tile_k = 32, scale_tile = 0, scale_lane = 0; };
+template <> struct enc_traits<kEncFp8Half> : enc_traits<QMM__ENC_FP8> {};
+
+/* The MMA of a decoded fragment: fp16 for kEncFp8Half, bf16 otherwise. */
+template <int ENC>
+__device__ __forceinline__ void mma_w(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    if constexpr (ENC == kEncFp8Half) qmm__mma_f16(d, a, b0, b1);
+    else qmm__mma_bf16(d, a, b0, b1);
+}
 
 /* This lane's block scale codes of one tile (sp already points at its row group's bytes). */
 template <int ENC>
@@ -245,7 +261,13 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
     }
     /* the A fragment of k-tile j (0 .. 3) of the tile: decoded, times its block factors */
     auto decode = [&](int j, uint32_t (&a)[4]) {
-        if constexpr (ENC == QMM__ENC_FP8) {
+        if constexpr (ENC == kEncFp8Half) {
+            const uint32_t w0 = w[2 * j], w1 = w[2 * j + 1];
+            a[0] = qmm__e4m3x2_to_f16x2(w0);
+            a[1] = qmm__e4m3x2_to_f16x2(w0 >> 8);
+            a[2] = qmm__e4m3x2_to_f16x2(w1);
+            a[3] = qmm__e4m3x2_to_f16x2(w1 >> 8);
+        } else if constexpr (ENC == QMM__ENC_FP8) {
             const uint32_t w0 = w[2 * j], w1 = w[2 * j + 1];
             a[0] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w0), QMM__FP8_FACTOR);
             a[1] = qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(w0 >> 8), QMM__FP8_FACTOR);
@@ -291,7 +313,7 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
                 float(&ac)[NB][4] = acc[j % CHAINS];
 #pragma unroll
                 for (int nb = 0; nb < NB; nb++) {
-                    qmm__mma_bf16(ac[nb], a, h ? b[nb].z : b[nb].x, h ? b[nb].w : b[nb].y);
+                    mma_w<ENC>(ac[nb], a, h ? b[nb].z : b[nb].x, h ? b[nb].w : b[nb].y);
                     if (FP16A) qmm__mma_bf16(ac[nb], a, h ? bl[nb].z : bl[nb].x, h ? bl[nb].w : bl[nb].y);
                 }
             }
@@ -313,7 +335,7 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
 #pragma unroll
                     for (int i = 0; i < NBH; i++) {
                         const int nb = hv * NBH + i;
-                        qmm__mma_bf16(ac[nb], a2[h], h ? b[i].z : b[i].x, h ? b[i].w : b[i].y);
+                        mma_w<ENC>(ac[nb], a2[h], h ? b[i].z : b[i].x, h ? b[i].w : b[i].y);
                         if (FP16A) qmm__mma_bf16(ac[nb], a2[h], h ? bl[i].z : bl[i].x, h ? bl[i].w : bl[i].y);
                     }
                 }
@@ -795,7 +817,7 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
             }
         };
         /* not for FP8 at 64 rows, where ptxas spills 28 bytes with the two copies (none with one) */
-        constexpr bool kTwoTurns = !(ENC == QMM__ENC_FP8 && NB == 8);
+        constexpr bool kTwoTurns = !(is_fp8(ENC) && NB == 8);
         if (kTwoTurns && (s + 2) * D <= n)
             turn(std::true_type{});
         else

@@ -250,16 +250,28 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     return launch_err != cudaSuccess ? launch_err : last;
 }
 
-/* One encoding's entry point (kernels_mma_<enc>.cu): picks the variant for NB and the activation type. */
+/* The variant for NB of kernels (ENC, FP16A). */
+template <int ENC, bool FP16A>
+cudaError_t launch_nb(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s)
+{
+    switch (nb) {
+    case 1: return launch_variant<ENC, FP16A, 1>(p, sm, pf, cc, s);
+    case 2: return launch_variant<ENC, FP16A, 2>(p, sm, pf, cc, s);
+    case 4: return launch_variant<ENC, FP16A, 4>(p, sm, pf, cc, s);
+    default: return launch_variant<ENC, FP16A, 8>(p, sm, pf, cc, s);
+    }
+}
+
+/* One encoding's entry point (kernels_mma_<enc>.cu): picks the variant for NB and the activation type.
+ * FP8 with fp16 activations runs the kernels of kEncFp8Half (fp16 MMAs, no split of A); NVFP4 and MXFP4
+ * split fp16 activations into bf16 hi + lo (FP16A: two MMAs per product, STEP and WHOLE only). */
 template <int ENC>
 cudaError_t launch_encoding(const mma_params &p, int nb, bool fp16, int sm, size_t pf, size_t cc, cudaStream_t s)
 {
-    switch (nb) {
-    case 1: return fp16 ? launch_variant<ENC, true, 1>(p, sm, pf, cc, s) : launch_variant<ENC, false, 1>(p, sm, pf, cc, s);
-    case 2: return fp16 ? launch_variant<ENC, true, 2>(p, sm, pf, cc, s) : launch_variant<ENC, false, 2>(p, sm, pf, cc, s);
-    case 4: return fp16 ? launch_variant<ENC, true, 4>(p, sm, pf, cc, s) : launch_variant<ENC, false, 4>(p, sm, pf, cc, s);
-    default: return fp16 ? launch_variant<ENC, true, 8>(p, sm, pf, cc, s) : launch_variant<ENC, false, 8>(p, sm, pf, cc, s);
-    }
+    if constexpr (ENC == QMM__ENC_FP8)
+        return fp16 ? launch_nb<kEncFp8Half, false>(p, nb, sm, pf, cc, s) : launch_nb<ENC, false>(p, nb, sm, pf, cc, s);
+    else
+        return fp16 ? launch_nb<ENC, true>(p, nb, sm, pf, cc, s) : launch_nb<ENC, false>(p, nb, sm, pf, cc, s);
 }
 
 } // namespace qmm_mma
