@@ -400,7 +400,8 @@ static void test_second_device(void)
                 mm_check(d1, ref, &c, label);
             }
     }
-    /* the other variants past 48 KB: STEP (fp16 activations), WHOLE and PIPE at 16 rows on long K */
+    /* the other variants past 48 KB: STEP (fp16 activations of NVFP4 and MXFP4; FP8's take PIPE), WHOLE
+     * and PIPE at 16 rows on long K */
     CHECK_OK(qmm_context_set_path(d1, QMM_PATH_FUSED));
     for (int f = 0; f < 4; f++) {
         mm_case h = {formats[f], 40, 300, 4104, QMM_DTYPE_FP16, QMM_DTYPE_FP32, 0, QMM_ACT_NONE, 0, 0};

@@ -58,7 +58,8 @@ float qmm__cuda_emulate_decode(const qmm__cuda_layout *l, const uint8_t *data, c
 
 /* The epilogue as the kernels see it (device pointers). */
 typedef struct qmm__cuda_epilogue {
-    float alpha_fix;            /* alpha * tensor scale * 2^fix */
+    float alpha_fix;            /* alpha * tensor scale * 2^fix (the tensor-core kernels may scale it by a further
+                                 * power of two for their fp16 decode, kernels_mma.cu) */
     const float *channel_scales;/* N, or NULL */
     const float *column_scale;  /* N, or NULL */
     const float *bias;          /* N, or NULL */

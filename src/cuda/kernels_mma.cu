@@ -31,7 +31,8 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
     p.aligned = ((uintptr_t)a % 16 == 0) && (lda % 8 == 0);
     const bool fp16 = a_type == QMM_DTYPE_FP16;
     /* FP8 tiles meet fp16 activations as fp16 values times 2^-QMM__FP8_HALF_FIX (kEncFp8Half): an exact
-     * power of two, so the sums and the epilogue's roundings are those of the bf16 decode */
+     * power of two, which the epilogue's factor takes back (the fp32 sums round as fp16 MMAs round them,
+     * not as the bf16 hi + lo split did) */
     if (w->enc == QMM__ENC_FP8 && fp16) p.e.alpha_fix *= (float)(1 << QMM__FP8_HALF_FIX);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     switch (w->enc) {

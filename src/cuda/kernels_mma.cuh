@@ -13,8 +13,8 @@
  * 16+2t, 24+2t and their neighbours) are adjacent, so one 16-byte shared load feeds two MMAs. Row
  * strides are 16 words modulo 32, so the eight lanes of a load phase (two rows) cover the 32 banks.
  * STEP variant: 128 columns a step, double buffered (step s + 1 is loaded into registers while step s
- * computes; fp16 activations are split there into exact bf16 hi + lo planes, and each product is two
- * MMAs). WHOLE variant (NB <= 2): the CTA's whole range of K staged once, and only the rows of A that
+ * computes; fp16 activations of the bf16-decode kernels (FP16A: MXFP4, NVFP4) are split there into exact
+ * bf16 hi + lo planes, and each product is two MMAs). WHOLE variant (NB <= 2): the CTA's whole range of K staged once, and only the rows of A that
  * exist plus one zero row that the missing rows alias, so a GEMV at M = 1 stages two rows, not eight.
  *
  * The instruction budget decides the GEMV's speed (the H200 has about 4 issue slots per SM cycle for
@@ -23,7 +23,8 @@
  * bumped once per ring turn, the block factors of two k-tiles are built in one register and selected
  * by half (the selection folds into the bf16 multiply), and the B fragments come four words at a time.
  *
- * PIPE variant (fused path, NB >= 2, bf16 activations in 16-byte aligned rows): activations copied
+ * PIPE variant (fused path, NB >= 2, 16-bit activations in 16-byte aligned rows, not split: bf16, or fp16
+ * for the fp16 decode of FP8): activations copied
  * by cp.async into row-major stages of 4 weight tiles, 3 deep, read as B fragments by ldmatrix.x4.
  *
  * Split-K where the strips cannot fill the GPU; partials are reduced deterministically by the last unit
@@ -90,6 +91,7 @@ struct mma_params {
  * kernel-side encoding only, never a prepared one. */
 constexpr int kEncFp8Half = 16;
 __host__ __device__ constexpr bool is_fp8(int enc) { return enc == QMM__ENC_FP8 || enc == kEncFp8Half; }
+__host__ __device__ constexpr bool is_half(int enc) { return enc == kEncFp8Half; }
 
 template <int ENC> struct enc_traits;
 template <> struct enc_traits<QMM__ENC_NVFP4> { static constexpr int tile_k = 64, scale_tile = 64, scale_lane = 8; };
@@ -101,7 +103,7 @@ template <> struct enc_traits<kEncFp8Half> : enc_traits<QMM__ENC_FP8> {};
 template <int ENC>
 __device__ __forceinline__ void mma_w(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
 {
-    if constexpr (ENC == kEncFp8Half) qmm__mma_f16(d, a, b0, b1);
+    if constexpr (is_half(ENC)) qmm__mma_f16(d, a, b0, b1);
     else qmm__mma_bf16(d, a, b0, b1);
 }
 
@@ -245,6 +247,7 @@ __device__ __forceinline__ uint32_t nvfp4_factor2_hi(const mma_params &p, uint32
 template <int ENC, bool FP16A, int NB, int CHAINS, typename BF>
 __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uint2 sc, BF bfetch, float (&acc)[CHAINS][NB][4])
 {
+    static_assert(!(is_half(ENC) && FP16A), "an fp16 decode meets fp16 activations as they are, never split");
     constexpr int groups = enc_traits<ENC>::tile_k / 32; /* 32-column groups: one 16-byte B load each */
     const uint32_t w[4] = {d.x, d.y, d.z, d.w};
     uint32_t fx0 = 0, fx1 = 0, fy0 = 0, fy1 = 0;
@@ -291,7 +294,8 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
     };
     /* fp16 A with NB >= 4 (STEP only): both k-tiles of a group decoded first, then the row groups of A
      * in two halves, so only half of the B fragments (hi and lo parts, NB x 4 registers) are live at a
-     * time: STEP at 64 rows spilled 308 bytes in one pass, 172 in halves (NVFP4, sm_90a). Each
+     * time: STEP at 64 rows spilled 308 bytes in one pass, 172 in halves (NVFP4, sm_90a; since a1d76af
+     * FP8's fp16 activations take kEncFp8Half instead, so this runs for NVFP4 and MXFP4). Each
      * accumulator still takes its k-tiles in the same order, so the bits are those of the one pass.
      * Not for bf16 A: PIPE at 32 rows then copied one weight-ring load (scripts/ring_moves.py) and
      * PIPE at 64 rows kept its 16-byte spill. */
@@ -686,7 +690,8 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
     finish_unit<NB, CHAINS>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
 }
 
-/* PIPE (fused path, NB >= 2, bf16 activations whose rows are 16-byte aligned): activations copied into
+/* PIPE (fused path, NB >= 2, activations not split (bf16, or fp16 with kEncFp8Half) whose rows are 16-byte
+ * aligned): activations copied into
  * shared memory by cp.async in row-major stages of 4 weight tiles (8 for NB = 2), kPipeStages deep, so
  * no register holds them on the way and a barrier comes once a stage; the B
  * fragments are read with ldmatrix.x4 (two k-tiles per instruction, in the order compute_tile_b takes).

@@ -230,7 +230,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     const int srows = whole_rows(cfg::rows, p.m < cfg::rows ? p.m : cfg::rows);
     const size_t whole = (size_t)cfg::planes * srows * (size_t)whole_stride(p.cps * enc_traits<ENC>::tile_k) * 4;
     /* WHOLE where it fits (NB <= 2; at M = 16 it beat PIPE on 3 of the 5 default shapes by 2-12%), then
-     * PIPE (bf16 activations in 16-byte aligned rows; 20-35% faster than STEP at M = 32..256), then STEP */
+     * PIPE (activations not split, in 16-byte aligned rows; 20-35% faster than STEP at M = 32..256), then
+     * STEP */
     bool launched = false;
     if constexpr (NB <= 2)
         if (whole <= whole_max) {
