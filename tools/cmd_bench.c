@@ -128,7 +128,7 @@ static int bench_parse(int argc, char **argv, bench_options *o)
         else if (strcmp(opt, "--reps") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->reps = (int)one;
         else if (strcmp(opt, "--rotate-mb") == 0) ok = (o->rotate_mb = atof(v)) > 0;
         else if (strcmp(opt, "--workspace-mb") == 0) /* at least one byte: 0 would mean the backend's default */
-            ok = (o->workspace_mb = atof(v)) > 0 && o->workspace_mb < 1048576.0 && (size_t)(o->workspace_mb * 1048576.0) > 0;
+            ok = (o->workspace_mb = atof(v)) * 1048576.0 >= 1.0 && o->workspace_mb < 1048576.0;
         else ok = 0;
         if (!ok) return fprintf(stderr, "qmm bench: bad option '%s %s'\n", opt, v), -1;
     }
