@@ -4,6 +4,7 @@
  * negative NVFP4 block scales, E4M3-subnormal scales, all-zero MXFP4 blocks; and weights the bit tricks
  * cannot take (NaN scales, NaN FP8 codes, an MXFP4 exponent range over 126) must get a RAW encoding.
  * Needs no GPU: it runs wherever the CUDA backend is built. */
+#include "../src/core/convert.h"
 #include "../src/cuda/cuda_internal.h"
 #include "../src/cuda/decode.h"
 #include "harness.h"
@@ -13,6 +14,7 @@ static void check_weight(qmm_weight *w, const char *what, qmm__cuda_encoding wan
     qmm__cuda_layout l = qmm__cuda_plan_layout(w);
     CHECK(l.enc == want_enc, "%s: encoding %d, want %d", what, (int)l.enc, (int)want_enc);
     if (l.enc >= QMM__ENC_BF16) return; /* RAW and BF16 are not read by the bit-trick decoders */
+    const int half = l.enc == QMM__ENC_NVFP4 || l.enc == QMM__ENC_FP8; /* these have an fp16 decode too */
     uint8_t *data = malloc(l.data_bytes), *scales = l.scale_bytes ? malloc(l.scale_bytes) : NULL;
     harness_poison(data, l.data_bytes);
     if (scales) harness_poison(scales, l.scale_bytes);
@@ -25,11 +27,18 @@ static void check_weight(qmm_weight *w, const char *what, qmm__cuda_encoding wan
             float got = qmm__cuda_emulate_decode(&l, data, scales, r, c);
             if (got != ref[r * w->k + c] && bad++ < 5)
                 CHECK(0, "%s: W[%zu][%zu] decodes to %a, want %a", what, r, c, (double)got, (double)ref[r * w->k + c]);
+            if (half) {
+                got = qmm__cuda_emulate_decode_f16(&l, data, scales, r, c);
+                if (got != ref[r * w->k + c] && bad++ < 5)
+                    CHECK(0, "%s: W[%zu][%zu] decodes to %a in fp16, want %a", what, r, c, (double)got, (double)ref[r * w->k + c]);
+            }
         }
     CHECK(bad == 0, "%s: %ld elements differ", what, bad);
     /* padding decodes to zero: rows past N and columns past K */
-    for (size_t r = w->n; r < l.strips * 16; r++)
+    for (size_t r = w->n; r < l.strips * 16; r++) {
         CHECK(qmm__cuda_emulate_decode(&l, data, scales, r, 0) == 0.0f, "%s: padding row %zu", what, r);
+        if (half) CHECK(qmm__cuda_emulate_decode_f16(&l, data, scales, r, 0) == 0.0f, "%s: padding row %zu (fp16)", what, r);
+    }
     free(data), free(scales), free(ref);
 }
 
@@ -54,6 +63,17 @@ static void check_factor_pairs(void)
             const uint32_t want = (qmm__nvfp4_factor(a) & 0xffffu) | (qmm__nvfp4_factor(b) & 0xffff0000u);
             if (qmm__nvfp4_factor2(a | b << 16) != want && bad++ < 5) CHECK(0, "nvfp4 factor pair %u, %u", a, b);
         }
+    /* the fp16 factors (fp16 activations): every E5M3 code an E4M3 scale can have (exponent up to 17, for
+     * 448) is s * 2^7 as an fp16 value, alone and in pairs */
+    for (uint32_t a = 0; a < 18 * 8; a++) {
+        const double s = (1.0 + (a & 7) / 8.0) * ldexp(1.0, (int)(a >> 3) - 9);
+        const uint32_t f = qmm__nvfp4_factor2_f16(a * 0x00010001u);
+        if ((double)qmm__fp16_to_fp32((uint16_t)f) != s * 128.0 && bad++ < 5) CHECK(0, "nvfp4 fp16 factor %u", a);
+        for (uint32_t b = 0; b < 18 * 8; b++) {
+            const uint32_t want = (f & 0xffffu) | (qmm__nvfp4_factor2_f16(b * 0x00010001u) & 0xffff0000u);
+            if (qmm__nvfp4_factor2_f16(a | b << 16) != want && bad++ < 5) CHECK(0, "nvfp4 fp16 factor pair %u, %u", a, b);
+        }
+    }
     static const int offs[] = {-127, -60, -1, 0, 1, 60, 126};
     for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++)
         for (uint32_t a = 0; a < 256; a++)

@@ -55,6 +55,9 @@ void qmm__cuda_fill_layout(const qmm_weight *w, const qmm__cuda_layout *l, uint8
 /* Host emulation of the kernels' decode: the unscaled bf16 value of W[r][c] (element * block scale) read
  * back from the tiles, with the same bit operations as the device. For tests. */
 float qmm__cuda_emulate_decode(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c);
+/* The same for the fp16 decode of the kernels with fp16 activations (FP8 and NVFP4 layouts only): the
+ * fp16 value, with its other power of two undone. */
+float qmm__cuda_emulate_decode_f16(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c);
 
 /* The epilogue as the kernels see it (device pointers). */
 typedef struct qmm__cuda_epilogue {

@@ -90,6 +90,28 @@ QMM__HD uint32_t qmm__e4m3x2_to_f16x2(uint32_t x)
 }
 #define QMM__FP8_HALF_FIX 8
 
+/* The same E2M1 word decoded into fp16 pairs (for fp16 activations, one fp16 MMA per product): the
+ * magnitude e1e0m goes to fp16 bits 11:9 (27:25), e1e0 the low exponent bits and m the top mantissa bit,
+ * so each value is times 2^-14 (0.5 is the fp16 subnormal 2^-15); the sign to bit 15 (31). Magnitude and
+ * sign move by different amounts here, so a register takes two shifts and two masks. */
+#define QMM__E2M1_MAG16 0x0e000e00u
+QMM__HD void qmm__e2m1_word_decode_f16(uint32_t q, uint32_t r[4])
+{
+    r[0] = ((q << 6) & QMM__E2M1_MAG16) | ((q << 3) & QMM__E2M1_SIGN);
+    r[1] = ((q << 9) & QMM__E2M1_MAG16) | ((q << 6) & QMM__E2M1_SIGN);
+    r[2] = ((q << 3) & QMM__E2M1_MAG16) | ((q << 5) & QMM__E2M1_SIGN);
+    r[3] = ((q >> 4) & QMM__E2M1_MAG16) | ((q << 4) & QMM__E2M1_SIGN);
+}
+
+/* Two prepared NVFP4 scale codes (E5M3 of |s|, bits 7:0 and 23:16) -> the fp16 pair of their s * 2^7:
+ * u << 7 is the fp16 (1 + m/8) * 2^(e - 15), and 13 more in the exponent makes it s = (1 + m/8) *
+ * 2^(e - 9) times 2^7 (e <= 17 for E4M3's 448, so the exponent stays <= 30). A decoded E2M1 value (times
+ * 2^-14) times this is w * s * 2^-7 exactly: at most 6 significant bits, between 2^-17 and 21 in
+ * magnitude, inside fp16's range and precision (subnormals from 2^-24). */
+#define QMM__NVFP4_FACTOR_BIAS16 0x34003400u /* 13 << 10 in each half */
+QMM__HD uint32_t qmm__nvfp4_factor2_f16(uint32_t u2) { return u2 * 128u + QMM__NVFP4_FACTOR_BIAS16; }
+#define QMM__NVFP4_HALF_FIX 7
+
 /* 2^120 in both halves: turns an E4M3 decode into the exact E4M3 value. */
 #define QMM__FP8_FACTOR 0x7b807b80u
 

@@ -36,6 +36,15 @@ static __device__ __forceinline__ uint32_t qmm__bf16x2_mul(uint32_t a, uint32_t 
     return d;
 }
 
+/* a * b on fp16 pairs, the same for the fp16 decode of NVFP4 (exact, subnormals kept: PTX's f16
+ * arithmetic has no flush to zero). */
+static __device__ __forceinline__ uint32_t qmm__f16x2_mul(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+    return d;
+}
+
 /* fp16 pair -> bf16 hi + bf16 lo with hi + lo equal to the pair exactly (11 significant bits split into
  * 8 and at most 4), so fp16 activations feed bf16 tensor cores without rounding. */
 static __device__ __forceinline__ void qmm__fp16x2_split(uint32_t x, uint32_t &hi, uint32_t &lo)

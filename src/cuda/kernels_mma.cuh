@@ -604,11 +604,16 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
     if (u.active) finish_unit<NB, 1>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
 }
 
+/* How the activations meet the decoded weights: bf16 A and the bf16 decode; fp16 A split into bf16 hi + lo
+ * (two bf16 MMAs per product, STEP and WHOLE only); fp16 A as it is against an fp16 decode (kEncFp8Half,
+ * kEncNvfp4Half; the caller scales alpha_fix by the change of fix). kernels_mma.cu decides it once. */
+enum a_form { kABf16, kAFp16Split, kAFp16Half };
+
 /* The entry points, one translation unit per encoding (kernels_mma_<enc>.cu, through
- * kernels_mma_launch.cuh): p's variant for nb rows of A per 8-row group and the activation type. */
-cudaError_t launch_nvfp4(const mma_params &p, int nb, bool fp16, int sm, size_t pf, size_t cc, cudaStream_t s);
-cudaError_t launch_mxfp4(const mma_params &p, int nb, bool fp16, int sm, size_t pf, size_t cc, cudaStream_t s);
-cudaError_t launch_fp8(const mma_params &p, int nb, bool fp16, int sm, size_t pf, size_t cc, cudaStream_t s);
+ * kernels_mma_launch.cuh): p's variant for nb rows of A per 8-row group and the form of A. */
+cudaError_t launch_nvfp4(const mma_params &p, int nb, a_form form, int sm, size_t pf, size_t cc, cudaStream_t s);
+cudaError_t launch_mxfp4(const mma_params &p, int nb, a_form form, int sm, size_t pf, size_t cc, cudaStream_t s);
+cudaError_t launch_fp8(const mma_params &p, int nb, a_form form, int sm, size_t pf, size_t cc, cudaStream_t s);
 
 } // namespace qmm_mma
 

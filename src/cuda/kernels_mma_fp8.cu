@@ -3,8 +3,8 @@
 #include "kernels_mma_launch.cuh"
 
 namespace qmm_mma {
-cudaError_t launch_fp8(const mma_params &p, int nb, bool fp16, int sm, size_t pf, size_t cc, cudaStream_t s)
+cudaError_t launch_fp8(const mma_params &p, int nb, a_form form, int sm, size_t pf, size_t cc, cudaStream_t s)
 {
-    return launch_encoding<QMM__ENC_FP8>(p, nb, fp16, sm, pf, cc, s);
+    return launch_encoding<QMM__ENC_FP8>(p, nb, form, sm, pf, cc, s);
 }
 } // namespace qmm_mma

@@ -23,8 +23,9 @@
 namespace qmm_mma {
 
 /* the powers in mma_params::pow2: left shifts by 3 to 6, and right shifts by 7 and 4 as the high word of
- * a multiply by 2^25 and 2^28 (kernels_mma.cu fills them; see e2m1_decode) */
-constexpr int kPow2Shifts[] = {3, 4, 5, 6, 25, 28};
+ * a multiply by 2^25 and 2^28 (kernels_mma.cu fills them; see e2m1_decode); then the fp16 decode's left
+ * shifts by 7 and 9 and its right shift by 1 (2^31) */
+constexpr int kPow2Shifts[] = {3, 4, 5, 6, 25, 28, 7, 9, 31};
 constexpr int kPow2Count = sizeof kPow2Shifts / sizeof kPow2Shifts[0];
 
 struct mma_params {
@@ -49,21 +50,25 @@ struct mma_params {
     qmm__cuda_epilogue e;
 };
 
-/* FP8 weights with fp16 activations: the FP8 tiles decoded to fp16 (qmm__e4m3x2_to_f16x2) for fp16 MMAs,
- * so fp16 activations take one MMA per product, as bf16 ones do, and every variant of the bf16 kernels
- * (PIPE included) runs them; the epilogue's factor carries 2^QMM__FP8_HALF_FIX (kernels_mma.cu). A
- * kernel-side encoding only, never a prepared one. */
+/* FP8 and NVFP4 weights with fp16 activations: the tiles decoded to fp16 (qmm__e4m3x2_to_f16x2,
+ * qmm__e2m1_word_decode_f16 with qmm__nvfp4_factor2_f16) for fp16 MMAs, so fp16 activations take one MMA
+ * per product, as bf16 ones do, and every variant of the bf16 kernels (PIPE included) runs them; the
+ * epilogue's factor carries the change of fix (kernels_mma.cu). Kernel-side encodings only, never
+ * prepared ones. MXFP4 has none: its scales (up to 2^127) do not fit fp16. */
 constexpr int kEncFp8Half = 16;
+constexpr int kEncNvfp4Half = 17;
 __host__ __device__ constexpr bool is_fp8(int enc) { return enc == QMM__ENC_FP8 || enc == kEncFp8Half; }
-__host__ __device__ constexpr bool is_half(int enc) { return enc == kEncFp8Half; }
+__host__ __device__ constexpr bool is_nvfp4(int enc) { return enc == QMM__ENC_NVFP4 || enc == kEncNvfp4Half; }
+__host__ __device__ constexpr bool is_half(int enc) { return enc == kEncFp8Half || enc == kEncNvfp4Half; }
 
 template <int ENC> struct enc_traits;
 template <> struct enc_traits<QMM__ENC_NVFP4> { static constexpr int tile_k = 64, scale_tile = 64, scale_lane = 8; };
 template <> struct enc_traits<QMM__ENC_MXFP4> { static constexpr int tile_k = 64, scale_tile = 32, scale_lane = 4; };
 template <> struct enc_traits<QMM__ENC_FP8> { static constexpr int tile_k = 32, scale_tile = 0, scale_lane = 0; };
 template <> struct enc_traits<kEncFp8Half> : enc_traits<QMM__ENC_FP8> {};
+template <> struct enc_traits<kEncNvfp4Half> : enc_traits<QMM__ENC_NVFP4> {};
 
-/* The MMA of a decoded fragment: fp16 for kEncFp8Half, bf16 otherwise. */
+/* The MMA of a decoded fragment: fp16 for the fp16 decodes, bf16 otherwise. */
 template <int ENC>
 __device__ __forceinline__ void mma_w(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
 {
@@ -75,7 +80,7 @@ __device__ __forceinline__ void mma_w(float (&d)[4], const uint32_t (&a)[4], uin
 template <int ENC>
 __device__ __forceinline__ uint2 load_scales(const uint8_t *sp)
 {
-    if constexpr (ENC == QMM__ENC_NVFP4) return *reinterpret_cast<const uint2 *>(sp);
+    if constexpr (is_nvfp4(ENC)) return *reinterpret_cast<const uint2 *>(sp);
     else if constexpr (ENC == QMM__ENC_MXFP4) return make_uint2(*reinterpret_cast<const uint32_t *>(sp), 0u);
     else return make_uint2(0u, 0u);
 }
@@ -145,6 +150,24 @@ __device__ __forceinline__ uint32_t nvfp4_factor2_hi(const mma_params &p, uint32
 {
     return shr<4>(p, u & 0xff00ff00u) + QMM__NVFP4_FACTOR_BIAS;
 }
+/* The fp16 forms (kEncNvfp4Half): qmm__e2m1_word_decode_f16, qmm__nvfp4_factor2_f16 */
+__device__ __forceinline__ void e2m1_decode_f16(const mma_params &p, uint32_t q, uint32_t r[4])
+{
+    constexpr uint32_t M = QMM__E2M1_MAG16, S = QMM__E2M1_SIGN;
+    const uint32_t q3 = shl<3>(p, q), q6 = shl<6>(p, q);
+    r[0] = (q6 & M) | (q3 & S);
+    r[1] = (shl<9>(p, q) & M) | (q6 & S);
+    r[2] = (q3 & M) | (shl<5>(p, q) & S);
+    r[3] = (shr<4>(p, q) & M) | (shl<4>(p, q) & S);
+}
+__device__ __forceinline__ uint32_t nvfp4_factor2_f16_lo(const mma_params &p, uint32_t u)
+{
+    return shl<7>(p, u & 0x00ff00ffu) + QMM__NVFP4_FACTOR_BIAS16;
+}
+__device__ __forceinline__ uint32_t nvfp4_factor2_f16_hi(const mma_params &p, uint32_t u)
+{
+    return shr<1>(p, u & 0xff00ff00u) + QMM__NVFP4_FACTOR_BIAS16;
+}
 
 /* One weight tile of this lane against the staged activations: decode the 16 bytes into fragments,
  * multiply by the block factors, and accumulate with NB groups of 8 rows of A. bfetch(nb, gi, plane)
@@ -164,6 +187,11 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
         fx1 = nvfp4_factor2_hi(p, sc.x);
         fy0 = nvfp4_factor2_lo(p, sc.y);
         fy1 = nvfp4_factor2_hi(p, sc.y);
+    } else if constexpr (ENC == kEncNvfp4Half) {
+        fx0 = nvfp4_factor2_f16_lo(p, sc.x);
+        fx1 = nvfp4_factor2_f16_hi(p, sc.x);
+        fy0 = nvfp4_factor2_f16_lo(p, sc.y);
+        fy1 = nvfp4_factor2_f16_hi(p, sc.y);
     } else if constexpr (ENC == QMM__ENC_MXFP4) {
         /* (row g, row g + 8) factors of the first and the second 32-column block */
         fx0 = qmm__mxfp4_factor2(sc.x & 0x00ff00ffu, p.mx_bias);
@@ -184,18 +212,26 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
             a[3] = e4m3x2(w1 >> 8);
         } else {
             uint32_t f0, f1;
-            if constexpr (ENC == QMM__ENC_NVFP4) {
+            if constexpr (is_nvfp4(ENC)) {
                 f0 = j == 0 ? lo_lo(fx0) : j == 1 ? lo_lo(fx1) : j == 2 ? hi_hi(fx0) : hi_hi(fx1);
                 f1 = j == 0 ? lo_lo(fy0) : j == 1 ? lo_lo(fy1) : j == 2 ? hi_hi(fy0) : hi_hi(fy1);
             } else {
                 f0 = j < 2 ? lo_lo(fx0) : lo_lo(fx1);
                 f1 = j < 2 ? hi_hi(fx0) : hi_hi(fx1);
             }
-            e2m1_decode(p, w[j], a);
-            a[0] = qmm__bf16x2_mul(a[0], f0);
-            a[1] = qmm__bf16x2_mul(a[1], f1);
-            a[2] = qmm__bf16x2_mul(a[2], f0);
-            a[3] = qmm__bf16x2_mul(a[3], f1);
+            if constexpr (is_half(ENC)) {
+                e2m1_decode_f16(p, w[j], a);
+                a[0] = qmm__f16x2_mul(a[0], f0);
+                a[1] = qmm__f16x2_mul(a[1], f1);
+                a[2] = qmm__f16x2_mul(a[2], f0);
+                a[3] = qmm__f16x2_mul(a[3], f1);
+            } else {
+                e2m1_decode(p, w[j], a);
+                a[0] = qmm__bf16x2_mul(a[0], f0);
+                a[1] = qmm__bf16x2_mul(a[1], f1);
+                a[2] = qmm__bf16x2_mul(a[2], f0);
+                a[3] = qmm__bf16x2_mul(a[3], f1);
+            }
         }
     };
     /* fp16 A with NB >= 4 (STEP only): both k-tiles of a group decoded first, then the row groups of A

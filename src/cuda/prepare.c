@@ -245,7 +245,14 @@ static float qmm__bf16_mul(uint16_t a, uint16_t b)
     return qmm__bf16_to_fp32(qmm__fp32_to_bf16(qmm__bf16_to_fp32(a) * qmm__bf16_to_fp32(b)));
 }
 
-float qmm__cuda_emulate_decode(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c)
+/* fp16 * fp16 as fma.rn.f16x2 computes it (the fp32 product is exact, one rounding to fp16). */
+static float qmm__f16_mul(uint16_t a, uint16_t b)
+{
+    return qmm__fp16_to_fp32(qmm__fp32_to_fp16(qmm__fp16_to_fp32(a) * qmm__fp16_to_fp32(b)));
+}
+
+/* Both emulations: half = 0 the bf16 decode, 1 the fp16 one (FP8 and NVFP4 only). */
+static float qmm__emulate(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c, int half)
 {
     const size_t s = r / 16, gr = r % 16, g = gr % 8, hi = gr / 8;
     const int fp8 = l->enc == QMM__ENC_FP8 || l->enc == QMM__ENC_FP8_RAW;
@@ -257,16 +264,28 @@ float qmm__cuda_emulate_decode(const qmm__cuda_layout *l, const uint8_t *data, c
     if (fp8) {
         uint32_t word;
         memcpy(&word, tile + 4 * (2 * j + second), 4);
+        if (half) { /* no factor: the value times 2^-QMM__FP8_HALF_FIX */
+            pair = qmm__e4m3x2_to_f16x2(hi ? word >> 8 : word);
+            const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
+            return qmm__fp16_to_fp32(h) * ldexpf(l->fix, QMM__FP8_HALF_FIX);
+        }
         pair = qmm__e4m3x2_to_bf16x2(hi ? word >> 8 : word);
         factor = (uint16_t)QMM__FP8_FACTOR;
     } else {
         uint32_t word;
         memcpy(&word, tile + 4 * j, 4);
         uint32_t regs[4];
-        qmm__e2m1_word_decode(word, regs);
+        if (half) qmm__e2m1_word_decode_f16(word, regs);
+        else qmm__e2m1_word_decode(word, regs);
         pair = regs[hi + 2 * second];
         if (l->enc == QMM__ENC_NVFP4) {
-            factor = (uint16_t)qmm__nvfp4_factor(scales[(s * l->chunks + ch) * 64 + g * 8 + hi * 4 + j]);
+            const uint32_t u = scales[(s * l->chunks + ch) * 64 + g * 8 + hi * 4 + j];
+            if (half) { /* the pair form, both halves: the kernels build the factors so */
+                const uint32_t f2 = qmm__nvfp4_factor2_f16(u * 0x00010001u);
+                const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
+                return qmm__f16_mul(h, (uint16_t)(elem ? f2 >> 16 : f2 & 0xffff)) * ldexpf(l->fix, QMM__NVFP4_HALF_FIX - QMM__NVFP4_FIX);
+            }
+            factor = (uint16_t)qmm__nvfp4_factor(u);
         } else {
             factor = (uint16_t)qmm__mxfp4_factor(scales[(s * l->chunks + ch) * 32 + g * 4 + hi * 2 + j / 2], l->mx_off);
         }
@@ -274,4 +293,14 @@ float qmm__cuda_emulate_decode(const qmm__cuda_layout *l, const uint8_t *data, c
     const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
     /* undo the fix: the product carries 2^-fix */
     return qmm__bf16_mul(h, factor) * l->fix;
+}
+
+float qmm__cuda_emulate_decode(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c)
+{
+    return qmm__emulate(l, data, scales, r, c, 0);
+}
+
+float qmm__cuda_emulate_decode_f16(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c)
+{
+    return qmm__emulate(l, data, scales, r, c, 1);
 }
