@@ -1,21 +1,10 @@
 /* The C entry point of the tensor-core kernels (kernels_mma.cuh): GEMV (NB = 1) and fused (NB = 2, 4, 8). */
 #include <cmath>
-#include <cstdlib>
 
 #include "kernels_mma.cuh"
 
 using namespace qmm_mma;
 
-/* NVFP4 with fp16 activations: the fp16 decode (one fp16 MMA per product) on the fused path, where it
- * halves the MMAs of the split (fused M = 16-64 2.1-2.9x faster on the H200, BENCHMARKS.md row 44). The
- * GEMV keeps the split: its limit is the ALU pipe, not the MMAs, and the fp16 decode takes more ALU
- * instructions per register (two shifts and masks, the sign moving apart from the magnitude).
- * QMM_CUDA_GEMV_HALF=1 (a knob for benchmarks, not for use) gives the GEMV the fp16 decode too. */
-static bool nvfp4_half(int nb)
-{
-    static const bool gemv_half = std::getenv("QMM_CUDA_GEMV_HALF") && std::atoi(std::getenv("QMM_CUDA_GEMV_HALF")) == 1;
-    return nb >= 2 || gemv_half;
-}
 
 extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int a_type, const void *a, size_t lda,
                              const qmm__cuda_epilogue *e, float *partials, size_t partial_floats, unsigned *counters,
@@ -42,14 +31,16 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
     p.pairs = 0;
     p.half = 0;
     p.aligned = ((uintptr_t)a % 16 == 0) && (lda % 8 == 0);
-    /* fp16 activations meet an fp16 decode where there is one (FP8; NVFP4 but in the GEMV) and are split
-     * into bf16 hi + lo otherwise. The fp16 decodes carry another power of two than the bf16 ones: FP8
+    /* fp16 activations meet an fp16 decode where there is one (FP8, NVFP4: one fp16 MMA per product) and
+     * are split into bf16 hi + lo otherwise (MXFP4: two bf16 MMAs). For NVFP4 on the H200 the fp16
+     * decode made the fused path 2.0-2.6x faster at M = 16-64 and the GEMV 9-42% at M = 1-8
+     * (BENCHMARKS.md, row 45). The fp16 decodes carry another power of two than the bf16 ones: FP8
      * tiles become fp16 values times 2^-QMM__FP8_HALF_FIX (the bf16 decode is exact), NVFP4 products
      * w * s times 2^-QMM__NVFP4_HALF_FIX (2^-QMM__NVFP4_FIX in bf16); the epilogue's factor takes the
      * difference back, exactly (the fp32 sums round as fp16 MMAs round them, not as the split's). */
     a_form form = kABf16;
     if (a_type == QMM_DTYPE_FP16) {
-        form = w->enc == QMM__ENC_FP8 || (w->enc == QMM__ENC_NVFP4 && nvfp4_half(nb)) ? kAFp16Half : kAFp16Split;
+        form = w->enc == QMM__ENC_FP8 || w->enc == QMM__ENC_NVFP4 ? kAFp16Half : kAFp16Split;
         if (form == kAFp16Half)
             p.e.alpha_fix *= w->enc == QMM__ENC_FP8 ? ldexpf(1.0f, QMM__FP8_HALF_FIX) : ldexpf(1.0f, QMM__NVFP4_HALF_FIX - QMM__NVFP4_FIX);
     }

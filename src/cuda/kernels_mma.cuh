@@ -13,7 +13,7 @@
  * 16+2t, 24+2t and their neighbours) are adjacent, so one 16-byte shared load feeds two MMAs. Row
  * strides are 16 words modulo 32, so the eight lanes of a load phase (two rows) cover the 32 banks.
  * STEP variant: 128 columns a step, double buffered (step s + 1 is loaded into registers while step s
- * computes; fp16 activations of the bf16-decode kernels (FP16A: MXFP4, NVFP4) are split there into
+ * computes; fp16 activations of the bf16-decode kernels (FP16A: MXFP4) are split there into
  * exact bf16 hi + lo planes, and each product is two MMAs). WHOLE variant (NB <= 2): the CTA's whole
  * range of K staged once, and only the rows of A that exist plus one zero row that the missing rows
  * alias, so a GEMV at M = 1 stages two rows, not eight.
@@ -23,8 +23,8 @@
  * bumped once per ring turn.
  *
  * PIPE variant (fused path, NB >= 2, 16-bit activations in 16-byte aligned rows, not split: bf16, or
- * fp16 for the fp16 decode of FP8): activations copied by cp.async into row-major stages of 4 weight
- * tiles, 3 deep, read as B fragments by ldmatrix.x4.
+ * fp16 for the fp16 decodes of FP8 and NVFP4): activations copied by cp.async into row-major stages
+ * of 4 weight tiles, 3 deep, read as B fragments by ldmatrix.x4.
  *
  * Split-K where the strips cannot fill the GPU; partials are reduced deterministically by the last unit
  * of each (M tile, strip) to arrive (an atomic counter it resets), in split order, which also applies
@@ -458,7 +458,7 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
     finish_unit<NB, CHAINS>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
 }
 
-/* PIPE (fused path, NB >= 2, activations not split (bf16, or fp16 with kEncFp8Half) whose rows are 16-byte
+/* PIPE (fused path, NB >= 2, activations not split (bf16, or fp16 with an fp16 decode) whose rows are 16-byte
  * aligned): activations copied into
  * shared memory by cp.async in row-major stages of 4 weight tiles (8 for NB = 2), kPipeStages deep, so
  * no register holds them on the way and a barrier comes once a stage; the B

@@ -9,8 +9,9 @@
  * bf16 multiply), the decode's shifts go to the FMA pipe as multiplies, and the B fragments come four
  * words at a time.
  *
- * Contents, in order: kPow2Shifts and mma_params; the kernel-side encodings (kEncFp8Half), enc_traits,
- * mma_w and load_scales; lo_lo / hi_hi; the E2M1 decode (shl, shr, e2m1_decode, nvfp4_factor2_*);
+ * Contents, in order: kPow2Shifts and mma_params; the kernel-side encodings (kEncFp8Half,
+ * kEncNvfp4Half), enc_traits, mma_w and load_scales; lo_lo / hi_hi; the E2M1 decode (shl, shr,
+ * e2m1_decode, nvfp4_factor2_*, and the fp16 forms e2m1_decode_f16, nvfp4_factor2_f16_*);
  * compute_tile_b. */
 #ifndef QMM_CUDA_KERNELS_MMA_TILE_CUH
 #define QMM_CUDA_KERNELS_MMA_TILE_CUH
@@ -237,7 +238,7 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
     /* fp16 A with NB >= 4 (STEP only): both k-tiles of a group decoded first, then the row groups of A
      * in two halves, so only half of the B fragments (hi and lo parts, NB x 4 registers) are live at a
      * time: STEP at 64 rows spilled 308 bytes in one pass, 172 in halves (NVFP4, sm_90a; since a1d76af
-     * FP8's fp16 activations take kEncFp8Half instead, so this runs for NVFP4 and MXFP4). Each
+     * FP8's and NVFP4's fp16 activations take their fp16 decodes instead, so this runs for MXFP4). Each
      * accumulator still takes its k-tiles in the same order, so the bits are those of the one pass.
      * Not for bf16 A: PIPE at 32 rows then copied one weight-ring load (scripts/ring_moves.py) and
      * PIPE at 64 rows kept its 16-byte spill. */
