@@ -52,7 +52,8 @@ static void test_paths_and_shapes(void)
 
 /* The epilogue's fp32 arithmetic, bit for bit, on every path. With activations that are small integers
  * and weights whose dequantized values are small multiples of 1/2 (FP8 codes of 0, +-1 .. 4 with
- * per-channel scales; NVFP4 with every E2M1 code and block scales 1 and 2, its tensor scale random),
+ * per-channel scales; NVFP4 and MXFP4 with every E2M1 code and block scales 1 and 2, NVFP4's tensor
+ * scale random),
  * every sum of products is a multiple of 1/2 below 2^23, so it is exact in fp32 whatever its order or
  * split; C must then equal, to the bit, the formula of src/cuda/device_common.cuh (qmm__epilogue_factor,
  * qmm__epilogue_finish): f = alpha * scale[n] * column[n] (scale: the channel's, or the tensor's),
@@ -62,37 +63,42 @@ static void test_paths_and_shapes(void)
  * once in the materialize path's epilogue kernel, which a tolerance-based check could not see.
  * Activations: none and ReLU (the others go through the device's expf and erfcf). bf16 and fp16 A: the
  * integers are exact in both, and fp16 A takes the fp16 decodes (FP8 everywhere, NVFP4 on the fused
- * path: other powers of two in f). Each weight runs with rows of A at lda = K (unaligned for odd K: STEP
+ * path: other powers of two in f; MXFP4 where its scale codes span at most 24, else the split: `wide`
+ * gives block 0 of row 0 the scale 2^-27 and zeros A's first 32 columns, so the sums stay exact). Each
+ * weight runs with rows of A at lda = K (unaligned for odd K: STEP
  * and WHOLE) and lda = K rounded up to 8 with NaN in the gap (PIPE, whose stages zero the columns past
  * K); K = 4133 splits K on the GEMV and fused paths; M = 24 takes the fused path's 32-row tiles. NVFP4
- * on the materialize path goes through cuBLASLt's own epilogue, whose order of operations is not this
+ * and MXFP4 on the materialize path go through cuBLASLt's own epilogue, whose order of operations is not this
  * formula, so there it is left to the tolerance checks. */
 static float exact_f32(volatile float x) { return x; } /* one rounding, no contraction across it */
 
-static void exact_case(qmm_format f, size_t n, size_t k)
+static void exact_case(qmm_format f, size_t n, size_t k, int wide)
 {
     static const uint8_t codes[9] = {0x00, 0x38, 0x40, 0x44, 0x48, 0xb8, 0xc0, 0xc4, 0xc8}; /* 0, +-1, 2, 3, 4 */
     static const float values[9] = {0, 1, 2, 3, 4, -1, -2, -3, -4};
     static const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
     static const size_t ms[] = {1, 5, 16, 24, 33, 100};
     static const qmm_path paths[4] = {QMM_PATH_AUTO, QMM_PATH_GEMV, QMM_PATH_FUSED, QMM_PATH_MATERIALIZE};
-    const int nv = f == QMM_FORMAT_NVFP4;
+    const int nv = f == QMM_FORMAT_NVFP4, mx = f == QMM_FORMAT_MXFP4;
     const size_t ldc = n + 3, mmax = 100, lda_max = (k + 7) / 8 * 8;
     qmm_weight w;
     CHECK_OK(qmm_weight_alloc(&w, f, n, k));
     float *q = malloc(n * k * sizeof(float)); /* the dequantized weight without the tensor scale */
-    if (nv) {
-        const size_t rb = (k + 1) / 2, spr = (k + 15) / 16;
+    if (nv || mx) {
+        const size_t rb = (k + 1) / 2, bs = nv ? 16 : 32, spr = (k + bs - 1) / bs;
+        const uint8_t one = nv ? 0x38 : 127, two = nv ? 0x40 : 128; /* E4M3 or E8M0 codes of 1 and 2 */
         memset(w.data, 0, n * rb);
         for (size_t j = 0; j < n; j++) {
-            for (size_t b = 0; b < spr; b++) w.block_scales[j * spr + b] = harness_next() % 2 ? 0x40 : 0x38; /* 2, 1 */
+            for (size_t b = 0; b < spr; b++) w.block_scales[j * spr + b] = harness_next() % 2 ? two : one;
+            if (wide && j == 0) w.block_scales[0] = 100; /* 2^-27: a code range of 28 */
             for (size_t t = 0; t < k; t++) {
                 const unsigned c = (unsigned)(harness_next() % 16);
                 w.data[j * rb + t / 2] |= (uint8_t)(c << (t % 2 * 4));
-                q[j * k + t] = e2m1[c] * (w.block_scales[j * spr + t / 16] == 0x40 ? 2.0f : 1.0f);
+                const uint8_t sc = w.block_scales[j * spr + t / bs];
+                q[j * k + t] = e2m1[c] * (sc == two ? 2.0f : sc == one ? 1.0f : 0x1p-27f);
             }
         }
-        w.tensor_scale = (float)(harness_normal() * ldexp(1.0, (int)(harness_next() % 9) - 4));
+        if (nv) w.tensor_scale = (float)(harness_normal() * ldexp(1.0, (int)(harness_next() % 9) - 4));
     } else {
         for (size_t i = 0; i < n * k; i++) {
             const int c = (int)(harness_next() % 9);
@@ -104,7 +110,7 @@ static void exact_case(qmm_format f, size_t n, size_t k)
     CHECK_OK(qmm_weight_prepare(ctx, &w));
     /* A (mmax x K integers in -3 .. 3) at both strides, bf16 and fp16; the gap of the padded rows NaN */
     float *af = malloc(mmax * k * sizeof(float));
-    for (size_t i = 0; i < mmax * k; i++) af[i] = (float)((int)(harness_next() % 7) - 3);
+    for (size_t i = 0; i < mmax * k; i++) af[i] = wide && i % k < 32 ? 0.0f : (float)((int)(harness_next() % 7) - 3);
     void *a_bufs[2][2] = {{NULL, NULL}, {NULL, NULL}};
     uint16_t *ah = malloc(mmax * lda_max * 2);
     for (int pad = 0; pad < 2; pad++)
@@ -131,7 +137,7 @@ static void exact_case(qmm_format f, size_t n, size_t k)
     CHECK_OK(qmm_buffer_alloc(ctx, cbytes, &c_buf));
     char label[200];
     for (int p = 0; p < 4; p++) {
-        if (nv && paths[p] == QMM_PATH_MATERIALIZE) continue;
+        if ((nv || mx) && paths[p] == QMM_PATH_MATERIALIZE) continue;
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
             for (int variant = 0; variant < 16; variant++) {
                 const size_t m = ms[mi];
@@ -162,7 +168,7 @@ static void exact_case(qmm_format f, size_t n, size_t k)
                 long bad = 0;
                 for (size_t i = 0; i < m; i++) {
                     for (size_t j = 0; j < n; j++) {
-                        float fj = exact_f32(e.alpha * (nv ? w.tensor_scale : w.channel_scales[j]));
+                        float fj = mx ? e.alpha : exact_f32(e.alpha * (nv ? w.tensor_scale : w.channel_scales[j]));
                         if (e.column_scale) fj = exact_f32(fj * cs[j]);
                         float v = exact_f32((float)acc[i * n + j] * fj);
                         if (e.bias) v = exact_f32(v + bias[j]);
@@ -190,10 +196,13 @@ static void exact_case(qmm_format f, size_t n, size_t k)
 
 static void test_exact_epilogue(void)
 {
-    exact_case(QMM_FORMAT_FP8_CHANNEL, 77, 333);
-    exact_case(QMM_FORMAT_NVFP4, 77, 333);
-    exact_case(QMM_FORMAT_FP8_CHANNEL, 45, 4133);
-    exact_case(QMM_FORMAT_NVFP4, 45, 4133);
+    exact_case(QMM_FORMAT_FP8_CHANNEL, 77, 333, 0);
+    exact_case(QMM_FORMAT_NVFP4, 77, 333, 0);
+    exact_case(QMM_FORMAT_MXFP4, 77, 333, 0);
+    exact_case(QMM_FORMAT_MXFP4, 77, 333, 1);
+    exact_case(QMM_FORMAT_FP8_CHANNEL, 45, 4133, 0);
+    exact_case(QMM_FORMAT_NVFP4, 45, 4133, 0);
+    exact_case(QMM_FORMAT_MXFP4, 45, 4133, 0);
 }
 
 /* Every activation type x output type x epilogue on both paths, one shape. */

@@ -14,7 +14,7 @@ static void check_weight(qmm_weight *w, const char *what, qmm__cuda_encoding wan
     qmm__cuda_layout l = qmm__cuda_plan_layout(w);
     CHECK(l.enc == want_enc, "%s: encoding %d, want %d", what, (int)l.enc, (int)want_enc);
     if (l.enc >= QMM__ENC_BF16) return; /* RAW and BF16 are not read by the bit-trick decoders */
-    const int half = l.enc == QMM__ENC_NVFP4 || l.enc == QMM__ENC_FP8; /* these have an fp16 decode too */
+    const int half = l.enc == QMM__ENC_NVFP4 || l.enc == QMM__ENC_FP8 || l.mx_half; /* these have an fp16 decode too */
     uint8_t *data = malloc(l.data_bytes), *scales = l.scale_bytes ? malloc(l.scale_bytes) : NULL;
     harness_poison(data, l.data_bytes);
     if (scales) harness_poison(scales, l.scale_bytes);
@@ -84,6 +84,25 @@ static void check_factor_pairs(void)
                 if (qmm__mxfp4_factor2(a | b << 16, qmm__mxfp4_bias(off)) != want && bad++ < 5)
                     CHECK(0, "mxfp4 factor pair %u, %u, offset %d", a, b, off);
             }
+    /* MXFP4's fp16 factors: each code of the admitted range c_max - 24 .. c_max is 2^(c - c_max + 15) as an
+     * fp16 value, alone and in pairs, for top codes c_max = 254 - off from 24 to 254 */
+    static const int offs16[] = {0, 1, 60, 127, 200, 230};
+    for (size_t i = 0; i < sizeof offs16 / sizeof offs16[0]; i++) {
+        const int off = offs16[i], cmax = 254 - off;
+        const uint32_t bias16 = qmm__mxfp4_bias16(off);
+        for (int a = cmax - QMM__MXFP4_HALF_RANGE; a <= cmax; a++) {
+            if (a < 0) continue;
+            const uint32_t f = qmm__mxfp4_factor2_f16((uint32_t)a * 0x00010001u, bias16);
+            if (qmm__fp16_to_fp32((uint16_t)f) != ldexpf(1.0f, a - cmax + 15) && bad++ < 5)
+                CHECK(0, "mxfp4 fp16 factor %d, offset %d", a, off);
+            for (int b = cmax - QMM__MXFP4_HALF_RANGE; b <= cmax; b++) {
+                if (b < 0) continue;
+                const uint32_t want = (f & 0xffffu) | (qmm__mxfp4_factor2_f16((uint32_t)b * 0x00010001u, bias16) & 0xffff0000u);
+                if (qmm__mxfp4_factor2_f16((uint32_t)a | (uint32_t)b << 16, bias16) != want && bad++ < 5)
+                    CHECK(0, "mxfp4 fp16 factor pair %d, %d, offset %d", a, b, off);
+            }
+        }
+    }
     CHECK(bad == 0, "%ld factor pairs differ", bad);
 }
 
@@ -134,6 +153,16 @@ int main(void)
     check_weight(&w, "mxfp4 zero block", QMM__ENC_MXFP4);
     w.block_scales[1] = 187;
     check_weight(&w, "mxfp4 range 127", QMM__ENC_MXFP4_RAW);
+    /* MXFP4's fp16 decode: scale codes spanning 24 have it (and decode exactly in fp16, 0.5 at the bottom
+     * code the smallest fp16 subnormal), 25 do not */
+    for (size_t i = 0; i < w.n * spr; i++) w.block_scales[i] = (uint8_t)(100 + harness_next() % 25);
+    w.block_scales[0] = 100, w.block_scales[1] = 124;
+    w.data[0] = (uint8_t)((w.data[0] & 0xf0) | 0x01); /* W[0][0] = 0.5 in block 0 (code 100) */
+    CHECK(qmm__cuda_plan_layout(&w).mx_half == 1, "mxfp4 range 24: no fp16 decode");
+    check_weight(&w, "mxfp4 range 24", QMM__ENC_MXFP4);
+    w.block_scales[1] = 125;
+    CHECK(qmm__cuda_plan_layout(&w).mx_half == 0, "mxfp4 range 25: an fp16 decode");
+    check_weight(&w, "mxfp4 range 25", QMM__ENC_MXFP4);
     w.block_scales[1] = 0xff;
     check_weight(&w, "mxfp4 NaN scale", QMM__ENC_MXFP4_RAW);
     qmm_weight_free(&w);

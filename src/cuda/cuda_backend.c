@@ -177,7 +177,7 @@ static qmm_status qmm__cuda_prepare(void *state, const qmm_weight *w, qmm_prepar
     qmm__cuda_fill_layout(w, &l, hd, hs);
     p->head.release = qmm__cuda_release;
     p->enc = l.enc, p->n = w->n, p->k = w->k, p->strips = l.strips, p->chunks = l.chunks;
-    p->fix = l.fix, p->mx_off = l.mx_off;
+    p->fix = l.fix, p->mx_off = l.mx_off, p->mx_half = l.mx_half;
     const qmm_format_traits *t = qmm__format_traits(w->format);
     p->tensor_scale = t->global_scale == QMM_GLOBAL_SCALE_TENSOR ? w->tensor_scale : 1.0f;
     cudaError_t e = cudaMalloc(&p->data, l.data_bytes);

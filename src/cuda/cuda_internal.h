@@ -38,6 +38,7 @@ typedef struct qmm__cuda_prepared {
     float tensor_scale;     /* NVFP4 weight_scale_2, FP8 per-tensor scale; 1 otherwise */
     float fix;              /* 2^fix multiplies the kernels' sums (see decode.h) */
     int mx_off;             /* MXFP4: 126 - K */
+    int mx_half;            /* MXFP4: the scale codes span at most QMM__MXFP4_HALF_RANGE: an fp16 decode */
     size_t bytes;           /* device bytes held */
 } qmm__cuda_prepared;
 
@@ -48,6 +49,7 @@ typedef struct qmm__cuda_layout {
     size_t strips, chunks, data_bytes, scale_bytes;
     float fix;
     int mx_off;
+    int mx_half; /* MXFP4 whose used scale codes span at most QMM__MXFP4_HALF_RANGE (decode.h) */
 } qmm__cuda_layout;
 
 qmm__cuda_layout qmm__cuda_plan_layout(const qmm_weight *w);
@@ -55,8 +57,8 @@ void qmm__cuda_fill_layout(const qmm_weight *w, const qmm__cuda_layout *l, uint8
 /* Host emulation of the kernels' decode: the unscaled bf16 value of W[r][c] (element * block scale) read
  * back from the tiles, with the same bit operations as the device. For tests. */
 float qmm__cuda_emulate_decode(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c);
-/* The same for the fp16 decode of the kernels with fp16 activations (FP8 and NVFP4 layouts only): the
- * fp16 value, with its other power of two undone. */
+/* The same for the fp16 decode of the kernels with fp16 activations (FP8, NVFP4, and MXFP4 layouts with
+ * mx_half): the fp16 value, with its other power of two undone. */
 float qmm__cuda_emulate_decode_f16(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c);
 
 /* The epilogue as the kernels see it (device pointers). */

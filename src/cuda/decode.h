@@ -112,6 +112,18 @@ QMM__HD void qmm__e2m1_word_decode_f16(uint32_t q, uint32_t r[4])
 QMM__HD uint32_t qmm__nvfp4_factor2_f16(uint32_t u2) { return u2 * 128u + QMM__NVFP4_FACTOR_BIAS16; }
 #define QMM__NVFP4_HALF_FIX 7
 
+/* MXFP4 in fp16, for weights whose used scale codes c span at most 24 (c_max - 24 .. c_max; all-zero
+ * blocks and padding take c_max, see prepare.c): the factor is 2^(c - c_max + 15), the fp16 exponent field
+ * c - c_max + 30 (6 .. 30, normal), and a decoded E2M1 value (times 2^-14) times it is w * 2^(c - c_max + 1):
+ * at least 2^-24 (w = 0.5 at c = c_max - 24, the smallest fp16 subnormal), at most 12, so exact; the same
+ * power of two as the bf16 decode (2^(c - c_max + 1) = 2^(c - 127) * 2^-K with K = c_max - 128), so the fix
+ * is K as there. Two codes c2 (bits 7:0 and 23:16) -> c2 * 1024 + bias16, with bias16 = (30 - c_max) * 1024
+ * in each half, computed modulo 2^32: every half's result fits its 16 bits, so the carries and borrows
+ * between the halves cancel. c_max = 254 - off (off = 126 - K, qmm__mxfp4_bias). */
+#define QMM__MXFP4_HALF_RANGE 24
+QMM__HD uint32_t qmm__mxfp4_bias16(int off) { return (uint32_t)(off - 224) * 1024u * 0x00010001u; }
+QMM__HD uint32_t qmm__mxfp4_factor2_f16(uint32_t c2, uint32_t bias16) { return c2 * 1024u + bias16; }
+
 /* 2^120 in both halves: turns an E4M3 decode into the exact E4M3 value. */
 #define QMM__FP8_FACTOR 0x7b807b80u
 

@@ -31,16 +31,18 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
     p.pairs = 0;
     p.half = 0;
     p.aligned = ((uintptr_t)a % 16 == 0) && (lda % 8 == 0);
-    /* fp16 activations meet an fp16 decode where there is one (FP8, NVFP4: one fp16 MMA per product) and
-     * are split into bf16 hi + lo otherwise (MXFP4: two bf16 MMAs). For NVFP4 on the H200 the fp16
-     * decode made the fused path 2.0-2.6x faster at M = 16-64 and the GEMV 9-42% at M = 1-8
-     * (BENCHMARKS.md, row 45). The fp16 decodes carry another power of two than the bf16 ones: FP8
-     * tiles become fp16 values times 2^-QMM__FP8_HALF_FIX (the bf16 decode is exact), NVFP4 products
-     * w * s times 2^-QMM__NVFP4_HALF_FIX (2^-QMM__NVFP4_FIX in bf16); the epilogue's factor takes the
-     * difference back, exactly (the fp32 sums round as fp16 MMAs round them, not as the split's). */
+    /* fp16 activations meet an fp16 decode where there is one (FP8, NVFP4, MXFP4 whose scale codes span
+     * at most QMM__MXFP4_HALF_RANGE: one fp16 MMA per product) and are split into bf16 hi + lo otherwise
+     * (two bf16 MMAs). For NVFP4 on the H200 the fp16 decode made the fused path 2.0-2.6x faster at
+     * M = 16-64 and the GEMV 9-42% at M = 1-8 (BENCHMARKS.md, row 45). The fp16 decodes may carry another
+     * power of two than the bf16 ones: FP8 tiles become fp16 values times 2^-QMM__FP8_HALF_FIX (the bf16
+     * decode is exact), NVFP4 products w * s times 2^-QMM__NVFP4_HALF_FIX (2^-QMM__NVFP4_FIX in bf16),
+     * MXFP4 the same as in bf16; the epilogue's factor takes the difference back, exactly (the fp32 sums
+     * round as fp16 MMAs round them, not as the split's). */
     a_form form = kABf16;
     if (a_type == QMM_DTYPE_FP16) {
-        form = w->enc == QMM__ENC_FP8 || w->enc == QMM__ENC_NVFP4 ? kAFp16Half : kAFp16Split;
+        form = w->enc == QMM__ENC_FP8 || w->enc == QMM__ENC_NVFP4 || (w->enc == QMM__ENC_MXFP4 && w->mx_half) ? kAFp16Half : kAFp16Split;
+        if (w->enc == QMM__ENC_MXFP4 && form == kAFp16Half) p.mx_bias = qmm__mxfp4_bias16(w->mx_off); /* the same fix */
         if (form == kAFp16Half)
             p.e.alpha_fix *= w->enc == QMM__ENC_FP8 ? ldexpf(1.0f, QMM__FP8_HALF_FIX) : ldexpf(1.0f, QMM__NVFP4_HALF_FIX - QMM__NVFP4_FIX);
     }

@@ -265,8 +265,8 @@ cudaError_t launch_nb(const mma_params &p, int nb, int sm, size_t pf, size_t cc,
 
 /* One encoding's entry point (kernels_mma_<enc>.cu): picks the variant for NB and the form of A
  * (kernels_mma.cu decides it). Only the forms that can be chosen are instantiated: with fp16
- * activations FP8 takes kEncFp8Half, NVFP4 kEncNvfp4Half, MXFP4 the split (FP16A: two MMAs per
- * product). */
+ * activations FP8 takes kEncFp8Half, NVFP4 kEncNvfp4Half, MXFP4 kEncMxfp4Half or the split (FP16A: two
+ * MMAs per product). */
 template <int ENC>
 cudaError_t launch_encoding(const mma_params &p, int nb, a_form form, int sm, size_t pf, size_t cc, cudaStream_t s)
 {
@@ -276,7 +276,7 @@ cudaError_t launch_encoding(const mma_params &p, int nb, a_form form, int sm, si
     else if constexpr (ENC == QMM__ENC_NVFP4)
         return form == kAFp16Half ? launch_nb<kEncNvfp4Half, false>(p, nb, sm, pf, cc, s) : cudaErrorInvalidValue;
     else
-        return form == kAFp16Split ? launch_nb<ENC, true>(p, nb, sm, pf, cc, s) : cudaErrorInvalidValue;
+        return form == kAFp16Half ? launch_nb<kEncMxfp4Half, false>(p, nb, sm, pf, cc, s) : launch_nb<ENC, true>(p, nb, sm, pf, cc, s);
 }
 
 } // namespace qmm_mma

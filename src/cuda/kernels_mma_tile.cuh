@@ -24,9 +24,9 @@
 namespace qmm_mma {
 
 /* the powers in mma_params::pow2: left shifts by 3 to 6, and right shifts by 7 and 4 as the high word of
- * a multiply by 2^25 and 2^28 (kernels_mma.cu fills them; see e2m1_decode); then the fp16 decode's left
- * shifts by 7 and 9 and its right shift by 1 (2^31) */
-constexpr int kPow2Shifts[] = {3, 4, 5, 6, 25, 28, 7, 9, 31};
+ * a multiply by 2^25 and 2^28 (kernels_mma.cu fills them; see e2m1_decode); then the fp16 decodes' left
+ * shifts by 7, 9, 10 and 2 and their right shift by 1 (2^31) */
+constexpr int kPow2Shifts[] = {3, 4, 5, 6, 25, 28, 7, 9, 31, 10, 2};
 constexpr int kPow2Count = sizeof kPow2Shifts / sizeof kPow2Shifts[0];
 
 struct mma_params {
@@ -36,7 +36,7 @@ struct mma_params {
     size_t lda;
     int m, n, k;
     int strips, chunks, cps, splits, mtiles;
-    uint32_t mx_bias; /* MXFP4: qmm__mxfp4_bias of the weight */
+    uint32_t mx_bias; /* MXFP4: qmm__mxfp4_bias of the weight (qmm__mxfp4_bias16 for kEncMxfp4Half) */
     /* 2^kPow2Shifts[i], read from the parameters so that ptxas cannot see them as powers of two: the
      * E2M1 decode's shifts become multiplies (see e2m1_decode) */
     uint32_t pow2[kPow2Count];
@@ -51,16 +51,19 @@ struct mma_params {
     qmm__cuda_epilogue e;
 };
 
-/* FP8 and NVFP4 weights with fp16 activations: the tiles decoded to fp16 (qmm__e4m3x2_to_f16x2,
- * qmm__e2m1_word_decode_f16 with qmm__nvfp4_factor2_f16) for fp16 MMAs, so fp16 activations take one MMA
- * per product, as bf16 ones do, and every variant of the bf16 kernels (PIPE included) runs them; the
- * epilogue's factor carries the change of fix (kernels_mma.cu). Kernel-side encodings only, never
- * prepared ones. MXFP4 has none: its scales (up to 2^127) do not fit fp16. */
+/* FP8, NVFP4 and MXFP4 weights with fp16 activations: the tiles decoded to fp16 (qmm__e4m3x2_to_f16x2,
+ * qmm__e2m1_word_decode_f16 with qmm__nvfp4_factor2_f16 or qmm__mxfp4_factor2_f16) for fp16 MMAs, so fp16
+ * activations take one MMA per product, as bf16 ones do, and every variant of the bf16 kernels (PIPE
+ * included) runs them; the epilogue's factor carries any change of fix (kernels_mma.cu). MXFP4 only for
+ * weights whose scale codes span at most QMM__MXFP4_HALF_RANGE (prepare.c's mx_half; wider ones split
+ * fp16 A). Kernel-side encodings only, never prepared ones. */
 constexpr int kEncFp8Half = 16;
 constexpr int kEncNvfp4Half = 17;
+constexpr int kEncMxfp4Half = 18;
 __host__ __device__ constexpr bool is_fp8(int enc) { return enc == QMM__ENC_FP8 || enc == kEncFp8Half; }
 __host__ __device__ constexpr bool is_nvfp4(int enc) { return enc == QMM__ENC_NVFP4 || enc == kEncNvfp4Half; }
-__host__ __device__ constexpr bool is_half(int enc) { return enc == kEncFp8Half || enc == kEncNvfp4Half; }
+__host__ __device__ constexpr bool is_mxfp4(int enc) { return enc == QMM__ENC_MXFP4 || enc == kEncMxfp4Half; }
+__host__ __device__ constexpr bool is_half(int enc) { return enc == kEncFp8Half || enc == kEncNvfp4Half || enc == kEncMxfp4Half; }
 
 template <int ENC> struct enc_traits;
 template <> struct enc_traits<QMM__ENC_NVFP4> { static constexpr int tile_k = 64, scale_tile = 64, scale_lane = 8; };
@@ -68,6 +71,7 @@ template <> struct enc_traits<QMM__ENC_MXFP4> { static constexpr int tile_k = 64
 template <> struct enc_traits<QMM__ENC_FP8> { static constexpr int tile_k = 32, scale_tile = 0, scale_lane = 0; };
 template <> struct enc_traits<kEncFp8Half> : enc_traits<QMM__ENC_FP8> {};
 template <> struct enc_traits<kEncNvfp4Half> : enc_traits<QMM__ENC_NVFP4> {};
+template <> struct enc_traits<kEncMxfp4Half> : enc_traits<QMM__ENC_MXFP4> {};
 
 /* The MMA of a decoded fragment: fp16 for the fp16 decodes, bf16 otherwise. */
 template <int ENC>
@@ -82,7 +86,7 @@ template <int ENC>
 __device__ __forceinline__ uint2 load_scales(const uint8_t *sp)
 {
     if constexpr (is_nvfp4(ENC)) return *reinterpret_cast<const uint2 *>(sp);
-    else if constexpr (ENC == QMM__ENC_MXFP4) return make_uint2(*reinterpret_cast<const uint32_t *>(sp), 0u);
+    else if constexpr (is_mxfp4(ENC)) return make_uint2(*reinterpret_cast<const uint32_t *>(sp), 0u);
     else return make_uint2(0u, 0u);
 }
 
@@ -197,6 +201,11 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
         /* (row g, row g + 8) factors of the first and the second 32-column block */
         fx0 = qmm__mxfp4_factor2(sc.x & 0x00ff00ffu, p.mx_bias);
         fx1 = qmm__mxfp4_factor2((sc.x >> 8) & 0x00ff00ffu, p.mx_bias);
+    } else if constexpr (ENC == kEncMxfp4Half) {
+        /* qmm__mxfp4_factor2_f16: ((u >> 8) & 0x00ff00ff) * 1024 is (u & 0xff00ff00) * 4 modulo 2^32, and
+         * modulo 2^32 is all the factors need */
+        fx0 = shl<10>(p, sc.x & 0x00ff00ffu) + p.mx_bias;
+        fx1 = shl<2>(p, sc.x & 0xff00ff00u) + p.mx_bias;
     }
     /* the A fragment of k-tile j (0 .. 3) of the tile: decoded, times its block factors */
     auto decode = [&](int j, uint32_t (&a)[4]) {

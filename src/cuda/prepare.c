@@ -67,6 +67,7 @@ qmm__cuda_layout qmm__cuda_plan_layout(const qmm_weight *w)
             }
         if (cmax < 0) cmin = cmax = 127; /* all blocks zero */
         l.enc = (nan || cmax - cmin > 126) ? QMM__ENC_MXFP4_RAW : QMM__ENC_MXFP4;
+        l.mx_half = l.enc == QMM__ENC_MXFP4 && cmax - cmin <= QMM__MXFP4_HALF_RANGE;
         int kfix = cmax - 128;
         l.mx_off = 126 - kfix;
         l.fix = ldexpf(1.0f, kfix);
@@ -251,7 +252,7 @@ static float qmm__f16_mul(uint16_t a, uint16_t b)
     return qmm__fp16_to_fp32(qmm__fp32_to_fp16(qmm__fp16_to_fp32(a) * qmm__fp16_to_fp32(b)));
 }
 
-/* Both emulations: half = 0 the bf16 decode, 1 the fp16 one (FP8 and NVFP4 only). */
+/* Both emulations: half = 0 the bf16 decode, 1 the fp16 one (FP8, NVFP4, MXFP4 with mx_half). */
 static float qmm__emulate(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c, int half)
 {
     const size_t s = r / 16, gr = r % 16, g = gr % 8, hi = gr / 8;
@@ -287,7 +288,13 @@ static float qmm__emulate(const qmm__cuda_layout *l, const uint8_t *data, const 
             }
             factor = (uint16_t)qmm__nvfp4_factor(u);
         } else {
-            factor = (uint16_t)qmm__mxfp4_factor(scales[(s * l->chunks + ch) * 32 + g * 4 + hi * 2 + j / 2], l->mx_off);
+            const uint32_t c8 = scales[(s * l->chunks + ch) * 32 + g * 4 + hi * 2 + j / 2];
+            if (half) { /* the fix is the bf16 decode's */
+                const uint32_t f2 = qmm__mxfp4_factor2_f16(c8 * 0x00010001u, qmm__mxfp4_bias16(l->mx_off));
+                const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
+                return qmm__f16_mul(h, (uint16_t)(elem ? f2 >> 16 : f2 & 0xffff)) * l->fix;
+            }
+            factor = (uint16_t)qmm__mxfp4_factor(c8, l->mx_off);
         }
     }
     const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
