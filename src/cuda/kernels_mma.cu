@@ -43,8 +43,8 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
     if (a_type == QMM_DTYPE_FP16) {
         form = w->enc == QMM__ENC_FP8 || w->enc == QMM__ENC_NVFP4 || (w->enc == QMM__ENC_MXFP4 && w->mx_half) ? kAFp16Half : kAFp16Split;
         if (w->enc == QMM__ENC_MXFP4 && form == kAFp16Half) p.mx_bias = qmm__mxfp4_bias16(w->mx_off); /* the same fix */
-        if (form == kAFp16Half)
-            p.e.alpha_fix *= w->enc == QMM__ENC_FP8 ? ldexpf(1.0f, QMM__FP8_HALF_FIX) : ldexpf(1.0f, QMM__NVFP4_HALF_FIX - QMM__NVFP4_FIX);
+        if (form == kAFp16Half && w->enc == QMM__ENC_FP8) p.e.alpha_fix *= ldexpf(1.0f, QMM__FP8_HALF_FIX);
+        if (form == kAFp16Half && w->enc == QMM__ENC_NVFP4) p.e.alpha_fix *= ldexpf(1.0f, QMM__NVFP4_HALF_FIX - QMM__NVFP4_FIX);
     }
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     switch (w->enc) {
