@@ -14,7 +14,7 @@ static void check_weight(qmm_weight *w, const char *what, qmm__cuda_encoding wan
     qmm__cuda_layout l = qmm__cuda_plan_layout(w);
     CHECK(l.enc == want_enc, "%s: encoding %d, want %d", what, (int)l.enc, (int)want_enc);
     if (l.enc >= QMM__ENC_BF16) return; /* RAW and BF16 are not read by the bit-trick decoders */
-    const int half = l.enc == QMM__ENC_NVFP4 || l.enc == QMM__ENC_FP8 || l.mx_half; /* these have an fp16 decode too */
+    const int half = qmm__cuda_half_decode(l.enc, l.mx_half); /* these have an fp16 decode too */
     uint8_t *data = malloc(l.data_bytes), *scales = l.scale_bytes ? malloc(l.scale_bytes) : NULL;
     harness_poison(data, l.data_bytes);
     if (scales) harness_poison(scales, l.scale_bytes);

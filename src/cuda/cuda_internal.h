@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../core/prepared.h"
+#include "decode.h"
 #include "qmm.h"
 
 #ifdef __cplusplus
@@ -51,6 +52,25 @@ typedef struct qmm__cuda_layout {
     int mx_off;
     int mx_half; /* MXFP4 whose used scale codes span at most QMM__MXFP4_HALF_RANGE (decode.h) */
 } qmm__cuda_layout;
+
+/* Whether fp16 activations meet an fp16 decode of the encoding on the tensor-core paths (one fp16 MMA per
+ * product) rather than a split of A into bf16 hi + lo (two bf16 MMAs): FP8, NVFP4, and MXFP4 whose used
+ * scale codes span at most QMM__MXFP4_HALF_RANGE (mx_half). */
+static inline bool qmm__cuda_half_decode(qmm__cuda_encoding enc, int mx_half)
+{
+    return enc == QMM__ENC_FP8 || enc == QMM__ENC_NVFP4 || (enc == QMM__ENC_MXFP4 && mx_half);
+}
+
+/* What the epilogue's factor (alpha_fix, which holds the weight's 2^fix) is further multiplied by where an
+ * fp16 decode runs: the power of two by which its products differ from the bf16 decode's. FP8: 2^8 (the
+ * bf16 decode is exact, the fp16 one the value times 2^-QMM__FP8_HALF_FIX); NVFP4: 2^-1 (2^-7 against
+ * 2^-8); MXFP4: 1 (the same fix). The kernels' host side and the host emulation both take it from here. */
+static inline float qmm__cuda_half_fix(qmm__cuda_encoding enc)
+{
+    if (enc == QMM__ENC_FP8) return (float)(1u << QMM__FP8_HALF_FIX);
+    if (enc == QMM__ENC_NVFP4) return (float)(1u << QMM__NVFP4_HALF_FIX) / (float)(1u << QMM__NVFP4_FIX);
+    return 1.0f;
+}
 
 qmm__cuda_layout qmm__cuda_plan_layout(const qmm_weight *w);
 void qmm__cuda_fill_layout(const qmm_weight *w, const qmm__cuda_layout *l, uint8_t *data, uint8_t *scales);

@@ -1,6 +1,4 @@
 /* The C entry point of the tensor-core kernels (kernels_mma.cuh): GEMV (NB = 1) and fused (NB = 2, 4, 8). */
-#include <cmath>
-
 #include "kernels_mma.cuh"
 
 using namespace qmm_mma;
@@ -41,10 +39,11 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
      * round as fp16 MMAs round them, not as the split's). */
     a_form form = kABf16;
     if (a_type == QMM_DTYPE_FP16) {
-        form = w->enc == QMM__ENC_FP8 || w->enc == QMM__ENC_NVFP4 || (w->enc == QMM__ENC_MXFP4 && w->mx_half) ? kAFp16Half : kAFp16Split;
-        if (w->enc == QMM__ENC_MXFP4 && form == kAFp16Half) p.mx_bias = qmm__mxfp4_bias16(w->mx_off); /* the same fix */
-        if (form == kAFp16Half && w->enc == QMM__ENC_FP8) p.e.alpha_fix *= ldexpf(1.0f, QMM__FP8_HALF_FIX);
-        if (form == kAFp16Half && w->enc == QMM__ENC_NVFP4) p.e.alpha_fix *= ldexpf(1.0f, QMM__NVFP4_HALF_FIX - QMM__NVFP4_FIX);
+        form = qmm__cuda_half_decode(w->enc, w->mx_half) ? kAFp16Half : kAFp16Split;
+        if (form == kAFp16Half) {
+            p.e.alpha_fix *= qmm__cuda_half_fix(w->enc); /* as the host emulation that test_cuda_layout checks */
+            if (w->enc == QMM__ENC_MXFP4) p.mx_bias = qmm__mxfp4_bias16(w->mx_off);
+        }
     }
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     switch (w->enc) {

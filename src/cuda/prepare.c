@@ -252,7 +252,8 @@ static float qmm__f16_mul(uint16_t a, uint16_t b)
     return qmm__fp16_to_fp32(qmm__fp32_to_fp16(qmm__fp16_to_fp32(a) * qmm__fp16_to_fp32(b)));
 }
 
-/* Both emulations: half = 0 the bf16 decode, 1 the fp16 one (FP8, NVFP4, MXFP4 with mx_half). */
+/* Both emulations: half = 0 the bf16 decode, 1 the fp16 one (where qmm__cuda_half_decode), each with the
+ * power of two the kernels' epilogue factor undoes (l->fix, times qmm__cuda_half_fix for fp16). */
 static float qmm__emulate(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c, int half)
 {
     const size_t s = r / 16, gr = r % 16, g = gr % 8, hi = gr / 8;
@@ -268,7 +269,7 @@ static float qmm__emulate(const qmm__cuda_layout *l, const uint8_t *data, const 
         if (half) { /* no factor: the value times 2^-QMM__FP8_HALF_FIX */
             pair = qmm__e4m3x2_to_f16x2(hi ? word >> 8 : word);
             const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
-            return qmm__fp16_to_fp32(h) * ldexpf(l->fix, QMM__FP8_HALF_FIX);
+            return qmm__fp16_to_fp32(h) * (l->fix * qmm__cuda_half_fix(l->enc));
         }
         pair = qmm__e4m3x2_to_bf16x2(hi ? word >> 8 : word);
         factor = (uint16_t)QMM__FP8_FACTOR;
@@ -284,15 +285,15 @@ static float qmm__emulate(const qmm__cuda_layout *l, const uint8_t *data, const 
             if (half) { /* the pair form, both halves: the kernels build the factors so */
                 const uint32_t f2 = qmm__nvfp4_factor2_f16(u * 0x00010001u);
                 const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
-                return qmm__f16_mul(h, (uint16_t)(elem ? f2 >> 16 : f2 & 0xffff)) * ldexpf(l->fix, QMM__NVFP4_HALF_FIX - QMM__NVFP4_FIX);
+                return qmm__f16_mul(h, (uint16_t)(elem ? f2 >> 16 : f2 & 0xffff)) * (l->fix * qmm__cuda_half_fix(l->enc));
             }
             factor = (uint16_t)qmm__nvfp4_factor(u);
         } else {
             const uint32_t c8 = scales[(s * l->chunks + ch) * 32 + g * 4 + hi * 2 + j / 2];
-            if (half) { /* the fix is the bf16 decode's */
+            if (half) {
                 const uint32_t f2 = qmm__mxfp4_factor2_f16(c8 * 0x00010001u, qmm__mxfp4_bias16(l->mx_off));
                 const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
-                return qmm__f16_mul(h, (uint16_t)(elem ? f2 >> 16 : f2 & 0xffff)) * l->fix;
+                return qmm__f16_mul(h, (uint16_t)(elem ? f2 >> 16 : f2 & 0xffff)) * (l->fix * qmm__cuda_half_fix(l->enc));
             }
             factor = (uint16_t)qmm__mxfp4_factor(c8, l->mx_off);
         }
