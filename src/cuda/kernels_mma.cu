@@ -29,14 +29,10 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
     p.pairs = 0;
     p.half = 0;
     p.aligned = ((uintptr_t)a % 16 == 0) && (lda % 8 == 0);
-    /* fp16 activations meet an fp16 decode where there is one (FP8, NVFP4, MXFP4 whose scale codes span
-     * at most QMM__MXFP4_HALF_RANGE: one fp16 MMA per product) and are split into bf16 hi + lo otherwise
-     * (two bf16 MMAs). On the H200 the fp16 decode made NVFP4's and MXFP4's fused path 1.9-2.9x faster at
-     * M = 16-64, and their GEMV take 6-41% less time at M = 1-8 (BENCHMARKS.md, rows 45-46). The fp16 decodes may carry another
-     * power of two than the bf16 ones: FP8 tiles become fp16 values times 2^-QMM__FP8_HALF_FIX (the bf16
-     * decode is exact), NVFP4 products w * s times 2^-QMM__NVFP4_HALF_FIX (2^-QMM__NVFP4_FIX in bf16),
-     * MXFP4 the same as in bf16; the epilogue's factor takes the difference back, exactly (the fp32 sums
-     * round as fp16 MMAs round them, not as the split's). */
+    /* fp16 activations meet an fp16 decode where the encoding has one (qmm__cuda_half_decode: one fp16 MMA
+     * per product; on the H200 NVFP4 and MXFP4 1.9-2.9x faster at M = 16-64, BENCHMARKS.md rows 45-46),
+     * else a split of A into bf16 hi + lo; the epilogue's factor takes back the fp16 decode's other power
+     * of two (qmm__cuda_half_fix) */
     a_form form = kABf16;
     if (a_type == QMM_DTYPE_FP16) {
         form = qmm__cuda_half_decode(w->enc, w->mx_half) ? kAFp16Half : kAFp16Split;

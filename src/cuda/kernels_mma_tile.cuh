@@ -10,8 +10,8 @@
  * words at a time.
  *
  * Contents, in order: kPow2Shifts and mma_params; the kernel-side encodings (kEncFp8Half,
- * kEncNvfp4Half), enc_traits, mma_w and load_scales; lo_lo / hi_hi; the E2M1 decode (shl, shr,
- * e2m1_decode, nvfp4_factor2_*, and the fp16 forms e2m1_decode_f16, nvfp4_factor2_f16_*);
+ * kEncNvfp4Half, kEncMxfp4Half), enc_traits, mma_w and load_scales; lo_lo / hi_hi; the E2M1 decode
+ * (shl, shr, e2m1_decode, its fp16 form e2m1_decode_f16, nvfp4_factor2_lo / hi for both forms);
  * compute_tile_b. */
 #ifndef QMM_CUDA_KERNELS_MMA_TILE_CUH
 #define QMM_CUDA_KERNELS_MMA_TILE_CUH
@@ -145,17 +145,7 @@ __device__ __forceinline__ void e2m1_decode(const mma_params &p, uint32_t q, uin
     r[2] = (q & QMM__E2M1_MAG) | (shl<5>(p, q) & QMM__E2M1_SIGN);
     r[3] = (shr<7>(p, q) & QMM__E2M1_MAG) | (shl<4>(p, q) & QMM__E2M1_SIGN);
 }
-/* qmm__nvfp4_factor2 of the codes in bytes 0 and 2 (lo) or 1 and 3 (hi) of u: ((u >> 8) & 0x00ff00ff) * 16
- * is (u & 0xff00ff00) >> 4 */
-__device__ __forceinline__ uint32_t nvfp4_factor2_lo(const mma_params &p, uint32_t u)
-{
-    return shl<4>(p, u & 0x00ff00ffu) + QMM__NVFP4_FACTOR_BIAS;
-}
-__device__ __forceinline__ uint32_t nvfp4_factor2_hi(const mma_params &p, uint32_t u)
-{
-    return shr<4>(p, u & 0xff00ff00u) + QMM__NVFP4_FACTOR_BIAS;
-}
-/* The fp16 forms (kEncNvfp4Half): qmm__e2m1_word_decode_f16, qmm__nvfp4_factor2_f16 */
+/* The fp16 form (kEncNvfp4Half, kEncMxfp4Half): qmm__e2m1_word_decode_f16 */
 __device__ __forceinline__ void e2m1_decode_f16(const mma_params &p, uint32_t q, uint32_t r[4])
 {
     constexpr uint32_t M = QMM__E2M1_MAG16, S = QMM__E2M1_SIGN;
@@ -165,13 +155,17 @@ __device__ __forceinline__ void e2m1_decode_f16(const mma_params &p, uint32_t q,
     r[2] = (q3 & M) | (shl<5>(p, q) & S);
     r[3] = (shr<4>(p, q) & M) | (shl<4>(p, q) & S);
 }
-__device__ __forceinline__ uint32_t nvfp4_factor2_f16_lo(const mma_params &p, uint32_t u)
+/* qmm__nvfp4_factor2 (F16: qmm__nvfp4_factor2_f16) of the codes in bytes 0 and 2 (lo) or 1 and 3 (hi) of
+ * u: ((u >> 8) & 0x00ff00ff) * 16 is (u & 0xff00ff00) >> 4, and * 128 is >> 1 */
+template <bool F16>
+__device__ __forceinline__ uint32_t nvfp4_factor2_lo(const mma_params &p, uint32_t u)
 {
-    return shl<7>(p, u & 0x00ff00ffu) + QMM__NVFP4_FACTOR_BIAS16;
+    return shl<F16 ? 7 : 4>(p, u & 0x00ff00ffu) + (F16 ? QMM__NVFP4_FACTOR_BIAS16 : QMM__NVFP4_FACTOR_BIAS);
 }
-__device__ __forceinline__ uint32_t nvfp4_factor2_f16_hi(const mma_params &p, uint32_t u)
+template <bool F16>
+__device__ __forceinline__ uint32_t nvfp4_factor2_hi(const mma_params &p, uint32_t u)
 {
-    return shr<1>(p, u & 0xff00ff00u) + QMM__NVFP4_FACTOR_BIAS16;
+    return shr<F16 ? 1 : 4>(p, u & 0xff00ff00u) + (F16 ? QMM__NVFP4_FACTOR_BIAS16 : QMM__NVFP4_FACTOR_BIAS);
 }
 
 /* One weight tile of this lane against the staged activations: decode the 16 bytes into fragments,
@@ -186,17 +180,12 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
     constexpr int groups = enc_traits<ENC>::tile_k / 32; /* 32-column groups: one 16-byte B load each */
     const uint32_t w[4] = {d.x, d.y, d.z, d.w};
     uint32_t fx0 = 0, fx1 = 0, fy0 = 0, fy1 = 0;
-    if constexpr (ENC == QMM__ENC_NVFP4) {
+    if constexpr (is_nvfp4(ENC)) {
         /* factors of k-tiles (0, 2) and (1, 3), row g (x) and row g + 8 (y) */
-        fx0 = nvfp4_factor2_lo(p, sc.x);
-        fx1 = nvfp4_factor2_hi(p, sc.x);
-        fy0 = nvfp4_factor2_lo(p, sc.y);
-        fy1 = nvfp4_factor2_hi(p, sc.y);
-    } else if constexpr (ENC == kEncNvfp4Half) {
-        fx0 = nvfp4_factor2_f16_lo(p, sc.x);
-        fx1 = nvfp4_factor2_f16_hi(p, sc.x);
-        fy0 = nvfp4_factor2_f16_lo(p, sc.y);
-        fy1 = nvfp4_factor2_f16_hi(p, sc.y);
+        fx0 = nvfp4_factor2_lo<is_half(ENC)>(p, sc.x);
+        fx1 = nvfp4_factor2_hi<is_half(ENC)>(p, sc.x);
+        fy0 = nvfp4_factor2_lo<is_half(ENC)>(p, sc.y);
+        fy1 = nvfp4_factor2_hi<is_half(ENC)>(p, sc.y);
     } else if constexpr (ENC == QMM__ENC_MXFP4) {
         /* (row g, row g + 8) factors of the first and the second 32-column block */
         fx0 = qmm__mxfp4_factor2(sc.x & 0x00ff00ffu, p.mx_bias);
@@ -229,19 +218,16 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
                 f0 = j < 2 ? lo_lo(fx0) : lo_lo(fx1);
                 f1 = j < 2 ? hi_hi(fx0) : hi_hi(fx1);
             }
-            if constexpr (is_half(ENC)) {
-                e2m1_decode_f16(p, w[j], a);
-                a[0] = qmm__f16x2_mul(a[0], f0);
-                a[1] = qmm__f16x2_mul(a[1], f1);
-                a[2] = qmm__f16x2_mul(a[2], f0);
-                a[3] = qmm__f16x2_mul(a[3], f1);
-            } else {
-                e2m1_decode(p, w[j], a);
-                a[0] = qmm__bf16x2_mul(a[0], f0);
-                a[1] = qmm__bf16x2_mul(a[1], f1);
-                a[2] = qmm__bf16x2_mul(a[2], f0);
-                a[3] = qmm__bf16x2_mul(a[3], f1);
-            }
+            auto mul = [](uint32_t x, uint32_t f) {
+                if constexpr (is_half(ENC)) return qmm__f16x2_mul(x, f);
+                else return qmm__bf16x2_mul(x, f);
+            };
+            if constexpr (is_half(ENC)) e2m1_decode_f16(p, w[j], a);
+            else e2m1_decode(p, w[j], a);
+            a[0] = mul(a[0], f0);
+            a[1] = mul(a[1], f1);
+            a[2] = mul(a[2], f0);
+            a[3] = mul(a[3], f1);
         }
     };
     /* fp16 A with NB >= 4 (STEP only): both k-tiles of a group decoded first, then the row groups of A

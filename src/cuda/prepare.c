@@ -261,18 +261,13 @@ static float qmm__emulate(const qmm__cuda_layout *l, const uint8_t *data, const 
     const size_t ck = fp8 ? 32 : 64, ch = c / ck, kin = c % ck, j = kin / 16, kt = kin % 16;
     const size_t t = (kt % 8) / 2, lane = g * 4 + t, elem = kt % 2, second = kt / 8;
     const uint8_t *tile = data + (s * l->chunks + ch) * QMM__TILE_BYTES + lane * 16;
-    uint32_t pair;
-    uint16_t factor;
+    /* the element's register pair and its block factors (f2: the kernels' pair form, both halves) */
+    uint32_t pair, f2;
     if (fp8) {
         uint32_t word;
         memcpy(&word, tile + 4 * (2 * j + second), 4);
-        if (half) { /* no factor: the value times 2^-QMM__FP8_HALF_FIX */
-            pair = qmm__e4m3x2_to_f16x2(hi ? word >> 8 : word);
-            const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
-            return qmm__fp16_to_fp32(h) * (l->fix * qmm__cuda_half_fix(l->enc));
-        }
-        pair = qmm__e4m3x2_to_bf16x2(hi ? word >> 8 : word);
-        factor = (uint16_t)QMM__FP8_FACTOR;
+        pair = half ? qmm__e4m3x2_to_f16x2(hi ? word >> 8 : word) : qmm__e4m3x2_to_bf16x2(hi ? word >> 8 : word);
+        f2 = half ? 0x3c003c00u /* fp16 1.0: the kernels multiply by nothing */ : QMM__FP8_FACTOR;
     } else {
         uint32_t word;
         memcpy(&word, tile + 4 * j, 4);
@@ -282,25 +277,15 @@ static float qmm__emulate(const qmm__cuda_layout *l, const uint8_t *data, const 
         pair = regs[hi + 2 * second];
         if (l->enc == QMM__ENC_NVFP4) {
             const uint32_t u = scales[(s * l->chunks + ch) * 64 + g * 8 + hi * 4 + j];
-            if (half) { /* the pair form, both halves: the kernels build the factors so */
-                const uint32_t f2 = qmm__nvfp4_factor2_f16(u * 0x00010001u);
-                const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
-                return qmm__f16_mul(h, (uint16_t)(elem ? f2 >> 16 : f2 & 0xffff)) * (l->fix * qmm__cuda_half_fix(l->enc));
-            }
-            factor = (uint16_t)qmm__nvfp4_factor(u);
+            f2 = half ? qmm__nvfp4_factor2_f16(u * 0x00010001u) : qmm__nvfp4_factor(u);
         } else {
             const uint32_t c8 = scales[(s * l->chunks + ch) * 32 + g * 4 + hi * 2 + j / 2];
-            if (half) {
-                const uint32_t f2 = qmm__mxfp4_factor2_f16(c8 * 0x00010001u, qmm__mxfp4_bias16(l->mx_off));
-                const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
-                return qmm__f16_mul(h, (uint16_t)(elem ? f2 >> 16 : f2 & 0xffff)) * (l->fix * qmm__cuda_half_fix(l->enc));
-            }
-            factor = (uint16_t)qmm__mxfp4_factor(c8, l->mx_off);
+            f2 = half ? qmm__mxfp4_factor2_f16(c8 * 0x00010001u, qmm__mxfp4_bias16(l->mx_off)) : qmm__mxfp4_factor(c8, l->mx_off);
         }
     }
-    const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff);
-    /* undo the fix: the product carries 2^-fix */
-    return qmm__bf16_mul(h, factor) * l->fix;
+    const uint16_t h = (uint16_t)(elem ? pair >> 16 : pair & 0xffff), f = (uint16_t)(elem ? f2 >> 16 : f2 & 0xffff);
+    /* undo the fix: the product carries 2^-fix, and the fp16 decodes their further power of two */
+    return half ? qmm__f16_mul(h, f) * (l->fix * qmm__cuda_half_fix(l->enc)) : qmm__bf16_mul(h, f) * l->fix;
 }
 
 float qmm__cuda_emulate_decode(const qmm__cuda_layout *l, const uint8_t *data, const uint8_t *scales, size_t r, size_t c)
