@@ -42,9 +42,11 @@ static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
  * per SM (the PIPE variant's occupancy), at least one. Measured on the H200 (NVFP4, forced splits,
  * 2026-11-30): on (28672, 8192) one split against the GEMV model's four gives M = 64 131 against 189 us
  * and M = 128 251 against 314 (M = 16 83 against 71); on (4096, 14336) eight against sixteen gives
- * M = 16 24 against 32 us and M = 64 66 against 95. A second wave of short CTAs costs more than the
- * latency it hides once the MMAs dominate. A function of the shape and the SM count only, like
- * split_for, so the fused path is batch invariant across its tile heights. */
+ * M = 16 24 against 32 us and M = 64 66 against 95. Not for want of a second wave: cutting a strip
+ * group's K range costs ~40% at M = 64 within one wave too (stream-K's 232 spans on (28672, 8192): 191
+ * against 138 us, 2026-12-01, BENCHMARKS.md row 48); the cause is not yet known. A function of the
+ * shape and the SM count only, like split_for, so the fused path is batch invariant across its tile
+ * heights. */
 static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
 {
     const int groups = (strips + kWarps - 1) / kWarps;
