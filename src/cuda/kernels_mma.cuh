@@ -181,6 +181,8 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
         for (int i = 0; i < 4; i++) sum[nb][i] = CHAINS == 2 ? acc[0][nb][i] + acc[CHAINS - 1][nb][i] : acc[0][nb][i];
     /* sum[nb][0], [1]: W row g, A rows m0 + 8nb + 2t (+1); sum[nb][2], [3]: W row g + 8 */
     const int n0 = strip * 16 + g, m0 = mtile * rows;
+    /* one unit: the epilogue straight from the registers (unrolled: a loop here, which needs the values
+     * by index, made ptxas spill in PIPE's steady loop, 4 -> 29 local loads at 64 rows of NVFP4) */
     if (p.splits == 1) {
 #pragma unroll
         for (int nb = 0; nb < NB; nb++)
@@ -210,28 +212,33 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
     if (prev != (unsigned)p.splits - 1) return;
     __threadfence();
     if (lane == 0) *counter = 0u; /* ready for the next call */
-#pragma unroll
-    for (int nb = 0; nb < NB; nb++)
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int mi = 8 * nb + 2 * t + (i & 1), r = g + 8 * (i >> 1);
-            if (mi >= mvalid) continue;
-            /* from the first partial on (not 0 + p0, which would turn -0 into +0 where one split stores
-             * its sum directly), two at a time in pair mode */
-            const float *pp = part + mi * 16 + r;
-            const size_t ps = (size_t)mstride * 16;
-            float tot;
-            if (p.pairs) {
-                tot = p.splits > 1 ? __ldcg(pp) + __ldcg(pp + ps) : __ldcg(pp);
-                for (int sp_i = 2; sp_i < p.splits; sp_i += 2)
-                    tot += sp_i + 1 < p.splits ? __ldcg(pp + sp_i * ps) + __ldcg(pp + (sp_i + 1) * ps) : __ldcg(pp + sp_i * ps);
-            } else {
-                tot = __ldcg(pp);
-                for (int sp_i = 1; sp_i < p.splits; sp_i++) tot += __ldcg(pp + sp_i * ps);
-            }
-            const int n = n0 + 8 * (i >> 1);
-            if (n < p.n) qmm__epilogue_store(p.e, (size_t)(m0 + mi), (size_t)n, tot);
+    /* The reduction is a loop that is not unrolled, one inlined epilogue in all. Unrolled, its NB * 4
+     * copies of the epilogue (activations, output types, bias) were most of the kernel: PIPE at 64 rows
+     * had 34800 instructions, of which the steady loop is about 3900, and 12000 without them. A CTA
+     * reducing while the others on its SM were in their steady loops stalled them on instruction fetch:
+     * Nsight on (28672, 8192) NVFP4 M = 64 at split 2 showed 2.06 cycles per issued instruction
+     * waiting for an instruction, against 0.45 at split 1, where every CTA ends at once. With the loop,
+     * the fused path at M = 32..128 ran 5-24% faster wherever K is split (H200, BENCHMARKS.md row 50). */
+#pragma unroll 1
+    for (int j = 0; j < NB * 4; j++) {
+        const int mi = 8 * (j >> 2) + 2 * t + (j & 1), r = g + 8 * ((j >> 1) & 1);
+        if (mi >= mvalid) continue;
+        /* from the first partial on (not 0 + p0, which would turn -0 into +0 where one split stores its
+         * sum directly), two at a time in pair mode */
+        const float *pp = part + mi * 16 + r;
+        const size_t ps = (size_t)mstride * 16;
+        float tot;
+        if (p.pairs) {
+            tot = p.splits > 1 ? __ldcg(pp) + __ldcg(pp + ps) : __ldcg(pp);
+            for (int sp_i = 2; sp_i < p.splits; sp_i += 2)
+                tot += sp_i + 1 < p.splits ? __ldcg(pp + sp_i * ps) + __ldcg(pp + (sp_i + 1) * ps) : __ldcg(pp + sp_i * ps);
+        } else {
+            tot = __ldcg(pp);
+            for (int sp_i = 1; sp_i < p.splits; sp_i++) tot += __ldcg(pp + sp_i * ps);
         }
+        const int n = n0 + 8 * ((j >> 1) & 1);
+        if (n < p.n) qmm__epilogue_store(p.e, (size_t)(m0 + mi), (size_t)n, tot);
+    }
 }
 
 /* The unit this warp works on, from the grid of (strip group, split, M tile), M tiles fastest. */
