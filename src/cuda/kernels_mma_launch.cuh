@@ -44,8 +44,10 @@ static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
  * and M = 128 251 against 314 (M = 16 83 against 71); on (4096, 14336) eight against sixteen gives
  * M = 16 24 against 32 us and M = 64 66 against 95. Not for want of a second wave: cutting a strip
  * group's K range costs ~40% at M = 64 within one wave too (stream-K's 232 spans on (28672, 8192): 191
- * against 138 us, 2026-12-01, BENCHMARKS.md row 48); the cause is not yet known. A function of the
- * shape and the SM count only, like split_for, so the fused path is batch invariant across its tile
+ * against 138 us, 2026-12-01, BENCHMARKS.md row 48). About half of that was instruction fetch, the
+ * reduction's unrolled epilogues (row 50, fixed); split 2 on that shape is still slower than split 1
+ * (M = 64 149.7 against 123.5 us), for a reason not yet known. A function of the shape and the SM
+ * count only, like split_for, so the fused path is batch invariant across its tile
  * heights. */
 static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
 {
