@@ -70,18 +70,19 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
  * the pair itself at the end (pair_join), so the reduction over its partials performs the same additions
  * in the same order, and every row's bits are those of the fine units. Returns false (and leaves p as it
  * is) where there are fewer than two fine splits, or where the workspace cannot hold the partials of
- * max(M, 128) rows at both unit sizes (fine units in one tile of fine_rows rows, coarse ones in 64-row
- * tiles): a decision of the shape and the workspace alone for every M up to 128, so that a small
+ * max(M, 128) rows at both unit sizes, in 64-row tiles (fine units: only one tile of 16 rows where
+ * fine16, pair mode's case): a decision of the shape and the workspace alone for every M up to 128, so that a small
  * workspace cannot give one M pairs and another the plain split (past 128 rows, as for the plain split, a
  * workspace too small changes the grouping). */
-static bool pair_units(mma_params &p, int cps_f, bool coarse, int fine_rows, size_t partial_floats, size_t counter_count)
+static bool pair_units(mma_params &p, int cps_f, bool coarse, bool fine16, size_t partial_floats, size_t counter_count)
 {
     if (cps_f < 1) return false;
     const int s_f = (p.chunks + cps_f - 1) / cps_f, cps_c = 2 * cps_f;
     if (s_f < 2) return false;
     const size_t s_c = (size_t)(p.chunks + cps_c - 1) / cps_c, rows = p.m > 128 ? p.m : 128;
     const size_t tiles64 = (rows + 63) / 64;
-    const size_t need_f = (size_t)p.strips * s_f * fine_rows * 16, need_c = tiles64 * p.strips * s_c * 64 * 16;
+    const size_t need_f = (fine16 ? 16 : tiles64 * 64) * p.strips * s_f * 16;
+    const size_t need_c = tiles64 * p.strips * s_c * 64 * 16;
     if ((need_f > need_c ? need_f : need_c) > partial_floats || tiles64 * p.strips > counter_count) return false;
     p.cps = coarse ? cps_c : cps_f;
     p.splits = (p.chunks + p.cps - 1) / p.cps;
@@ -103,7 +104,7 @@ static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
 {
     const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count);
     const int cps_c = ((p.chunks + sc - 1) / sc + 1) / 2 * 2; /* even: two halves */
-    return pair_units(p, cps_c / 2, NB != 2, 16, partial_floats, counter_count);
+    return pair_units(p, cps_c / 2, NB != 2, true, partial_floats, counter_count);
 }
 
 /* Tall pairs (the fused path's default; QMM_CUDA_TALL=0 turns them off, for benchmarks): the usual split
@@ -122,8 +123,9 @@ static bool tall_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
     const int cps_f = (p.chunks + sc - 1) / sc, s_f = (p.chunks + cps_f - 1) / cps_f;
     const int s_c = (p.chunks + 2 * cps_f - 1) / (2 * cps_f);
     const long long ctas = (long long)((p.strips + kWarps - 1) / kWarps) * p.mtiles, slots = 2LL * sm_count;
-    const bool coarse = force ? p.mtiles > 1 && p.m > 64 : (ctas * s_c + slots - 1) / slots < (ctas * s_f + slots - 1) / slots;
-    return pair_units(p, cps_f, coarse, 64, partial_floats, counter_count);
+    const bool saves_wave = (ctas * s_c + slots - 1) / slots < (ctas * s_f + slots - 1) / slots;
+    const bool coarse = force ? p.mtiles > 1 && p.m > 64 : saves_wave;
+    return pair_units(p, cps_f, coarse, false, partial_floats, counter_count);
 }
 
 /* Launches KERNEL(p) on s, as a programmatic dependent launch (pdl_overlap) when pdl is set. */
