@@ -107,7 +107,8 @@ static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
     return pair_units(p, cps_c / 2, NB != 2, true, partial_floats, counter_count);
 }
 
-/* Tall pairs (the fused path's default; QMM_CUDA_TALL=0 turns them off, for benchmarks): the usual split
+/* Tall pairs (off by default until they have run on a GPU: written 2026-12-01 with no device time left;
+ * QMM_CUDA_TALL=1 turns them on, see launch_variant): the usual split
  * (split_for_fused) fills one wave of two CTAs per SM with one 64-row M tile, and two or more M tiles
  * (M > 64) make it two waves or more. Half the split was 11-30% faster at M = 128 on the H200 where it
  * brought back one wave (NVFP4, forced splits, BENCHMARKS.md thirteenth session: (14336, 4096) 95.7 ->
@@ -244,9 +245,9 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
      * 1-30% faster at M = 16..64 on the three large default shapes ((6144, 18432) M = 16: 36.7 against
      * 52.7 us), NVFP4 with it 13-27% slower at M = 16; before, FP8's pair mode made up for the one tile
      * in flight of the defective ring (BENCHMARKS.md, "Eighth session") */
-    /* QMM_CUDA_TALL (a knob for tests and benchmarks, not for use): 0 turns tall pairs off, 2 forces their
-     * coarse units wherever M > 64; by default (1) they run where they save a wave */
-    static const int tall_knob = std::getenv("QMM_CUDA_TALL") ? std::atoi(std::getenv("QMM_CUDA_TALL")) : 1;
+    /* QMM_CUDA_TALL (a knob for tests and benchmarks, not for use): 1 turns tall pairs on where their
+     * coarse units save a wave, 2 forces those wherever M > 64; off by default (0) until measured */
+    static const int tall_knob = std::getenv("QMM_CUDA_TALL") ? std::atoi(std::getenv("QMM_CUDA_TALL")) : 0;
     const bool pair_wanted = NB >= 2 && forced_splits <= 0 && pairs_knob;
     const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
     const bool tall = !pair && NB >= 2 && forced_splits <= 0 && tall_knob != 0 &&
