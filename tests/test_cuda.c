@@ -507,8 +507,9 @@ static void test_bad_inputs(void)
     qmm_context_destroy(other);
 }
 
-/* `test_cuda pairs` (ctest test_cuda_pairs, run with QMM_CUDA_PAIRS=1): the paths, long K and batch
- * invariance again with the fused path's pair mode forced onto every weight (off by default) */
+/* `test_cuda pairs` (ctest test_cuda_pairs, run with QMM_CUDA_PAIRS=1, and test_cuda_tall, with
+ * QMM_CUDA_TALL=2): the paths, long K and batch invariance again with the fused path's pair mode forced
+ * onto every weight (off by default), or tall pairs' coarse units onto every M > 64 */
 int main(int argc, char **argv)
 {
     const int pairs_only = argc > 1 && strcmp(argv[1], "pairs") == 0;

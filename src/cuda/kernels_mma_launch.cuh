@@ -1,7 +1,8 @@
 /* The host side of the tensor-core kernels (kernels_mma.cuh): the split of K per path (split_for,
- * split_for_fused) and pair mode's (pair_split); launch_kernel; a variant's setup once per device
- * (setup_variant) and its launch (launch_variant, which picks WHOLE, PIPE or STEP); launch_encoding, the
- * body of each encoding's entry point. Included by kernels_mma_<enc>.cu. */
+ * split_for_fused) and its pairs (pair_units, for pair mode's pair_split and tall_split); launch_kernel;
+ * a variant's setup once per device (setup_variant) and its launch (launch_variant, which picks WHOLE,
+ * PIPE or STEP); launch_encoding, the body of each encoding's entry point. Included by
+ * kernels_mma_<enc>.cu. */
 #ifndef QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
 #define QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
 
@@ -62,42 +63,70 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
     return best;
 }
 
+/* Units of summation in pairs (pair mode and tall pairs, below): the fine splits of cps_f chunks are the
+ * units of summation whatever the tile height, and the reduction adds their partials two by two,
+ * (p0 + p1) + (p2 + p3) + ...; a call that runs coarse units covers two fine splits per unit, restarts
+ * its sum at the half (the first half's sum waits in the unit's own partial slot, pair_stash) and adds
+ * the pair itself at the end (pair_join), so the reduction over its partials performs the same additions
+ * in the same order, and every row's bits are those of the fine units. Returns false (and leaves p as it
+ * is) where there are fewer than two fine splits, or where the workspace cannot hold the partials of
+ * max(M, 128) rows at both unit sizes, in 64-row tiles (fine units: only one tile of 16 rows where
+ * fine16, pair mode's case): a decision of the shape and the workspace alone for every M up to 128, so that a small
+ * workspace cannot give one M pairs and another the plain split (past 128 rows, as for the plain split, a
+ * workspace too small changes the grouping). */
+static bool pair_units(mma_params &p, int cps_f, bool coarse, bool fine16, size_t partial_floats, size_t counter_count)
+{
+    if (cps_f < 1) return false;
+    const int s_f = (p.chunks + cps_f - 1) / cps_f, cps_c = 2 * cps_f;
+    if (s_f < 2) return false;
+    const size_t s_c = (size_t)(p.chunks + cps_c - 1) / cps_c, rows = p.m > 128 ? p.m : 128;
+    const size_t tiles64 = (rows + 63) / 64;
+    const size_t need_f = (fine16 ? 16 : tiles64 * 64) * p.strips * s_f * 16;
+    const size_t need_c = tiles64 * p.strips * s_c * 64 * 16;
+    if ((need_f > need_c ? need_f : need_c) > partial_floats || tiles64 * p.strips > counter_count) return false;
+    p.cps = coarse ? cps_c : cps_f;
+    p.splits = (p.chunks + p.cps - 1) / p.cps;
+    p.pairs = coarse ? 0 : 1;
+    p.half = coarse ? cps_f : 0;
+    return true;
+}
+
 /* Pair mode of the fused path (off unless QMM_CUDA_PAIRS=1, see launch_variant): 16-row tiles want a finer split
  * than the taller ones (measured on the H200, 2026-11-30, FP8: the split for one wave of four CTAs per
  * SM took M = 16 on (8192, 28672) from 129 to 86 us and on (6144, 18432) from 72 to 57, while the same
  * split made M = 32 and 64 3-32% slower), but the split may not depend on M (batch invariance). So each
- * unit of the usual split (split_for_fused, taller tiles) is cut in two halves, the fine splits, which
- * are the units of summation for every tile height: 16-row tiles run one fine split per unit (twice the
- * CTAs, four per SM) and the reduction adds the partials two by two, (p0 + p1) + (p2 + p3) + ...; taller
- * tiles run the usual units, restarting the sum at the half, and form the same pair p0 + p1
- * themselves, so the reduction over their partials performs the same additions in the same order.
- * Returns false (pair mode off) where the split has no halves or the workspace cannot hold the
- * partials of max(M, 128) rows at every tile height: a decision of the shape and the workspace alone for
- * every M up to 128, so that a small workspace cannot give one M pair mode and another M the plain
- * split (past 128 rows, as for the plain split, a workspace too small changes the grouping). A first version that took a fine split of its own (rounded to 8 tiles) unbalanced the
- * taller tiles' units: (6144, 18432) M = 32 and 64 8-10% slower (2026-11-30). */
-
+ * unit of the usual split (split_for_fused, taller tiles) is cut in two halves, the fine splits
+ * (pair_units): 16-row tiles run one fine split per unit (twice the CTAs, four per SM), taller tiles the
+ * usual units as coarse ones. A first version that took a fine split of its own (rounded to 8 tiles)
+ * unbalanced the taller tiles' units: (6144, 18432) M = 32 and 64 8-10% slower (2026-11-30). */
 template <int NB>
 static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t partial_floats, size_t counter_count)
 {
     const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count);
     const int cps_c = ((p.chunks + sc - 1) / sc + 1) / 2 * 2; /* even: two halves */
-    const int cps_f = cps_c / 2;
-    const int s_f = (p.chunks + cps_f - 1) / cps_f;
-    if (cps_f < 1 || s_f < 2) return false;
-    const int cps = NB == 2 ? cps_f : cps_c;
-    const int splits = (p.chunks + cps - 1) / cps;
-    const size_t s_c = (size_t)(p.chunks + cps_c - 1) / cps_c, rows = p.m > 128 ? p.m : 128;
-    /* the partials of 16-row tiles (one tile of fine splits) and of max(M, 128) rows in 64-row tiles (the
-     * most any taller tile height needs for as many rows), and their counters */
-    const size_t tiles64 = (rows + 63) / 64;
-    const size_t need16 = (size_t)p.strips * s_f * 16 * 16, need64 = tiles64 * p.strips * s_c * 64 * 16;
-    if ((need16 > need64 ? need16 : need64) > partial_floats || tiles64 * p.strips > counter_count) return false;
-    p.cps = cps;
-    p.splits = splits;
-    p.pairs = NB == 2 ? 1 : 0;
-    p.half = NB == 2 ? 0 : cps_f;
-    return true;
+    return pair_units(p, cps_c / 2, NB != 2, true, partial_floats, counter_count);
+}
+
+/* Tall pairs (off by default until they have run on a GPU: written 2026-12-01 with no device time left;
+ * QMM_CUDA_TALL=1 turns them on, see launch_variant): the usual split
+ * (split_for_fused) fills one wave of two CTAs per SM with one 64-row M tile, and two or more M tiles
+ * (M > 64) make it two waves or more. Half the split was 11-30% faster at M = 128 on the H200 where it
+ * brought back one wave (NVFP4, forced splits, BENCHMARKS.md thirteenth session: (14336, 4096) 95.7 ->
+ * 66.5 us, (4096, 14336) 97.1 -> 78.5, (8192, 28672) 244.2 -> 218.0), and slower where it did not
+ * ((6144, 18432): split 5 -> 3, 149.8 -> 161.0). The split may not depend on M, so the usual split's
+ * units are the fine splits of pair_units for every M, and a call runs coarse units of two where they
+ * need fewer waves than the fine ones (which M may decide: both give the same bits). force: coarse units
+ * wherever M > 64 (QMM_CUDA_TALL=2, for the tests, whose small weights fill one wave either way). */
+static bool tall_split(mma_params &p, int tiles_per_step, int sm_count, size_t partial_floats, size_t counter_count,
+                       bool force)
+{
+    const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count);
+    const int cps_f = (p.chunks + sc - 1) / sc, s_f = (p.chunks + cps_f - 1) / cps_f;
+    const int s_c = (p.chunks + 2 * cps_f - 1) / (2 * cps_f);
+    const long long ctas = (long long)((p.strips + kWarps - 1) / kWarps) * p.mtiles, slots = 2LL * sm_count;
+    const bool saves_wave = (ctas * s_c + slots - 1) / slots < (ctas * s_f + slots - 1) / slots;
+    const bool coarse = force ? p.mtiles > 1 && p.m > 64 : saves_wave;
+    return pair_units(p, cps_f, coarse, false, partial_floats, counter_count);
 }
 
 /* Launches KERNEL(p) on s, as a programmatic dependent launch (pdl_overlap) when pdl is set. */
@@ -216,9 +245,14 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
      * 1-30% faster at M = 16..64 on the three large default shapes ((6144, 18432) M = 16: 36.7 against
      * 52.7 us), NVFP4 with it 13-27% slower at M = 16; before, FP8's pair mode made up for the one tile
      * in flight of the defective ring (BENCHMARKS.md, "Eighth session") */
+    /* QMM_CUDA_TALL (a knob for tests and benchmarks, not for use): 1 turns tall pairs on where their
+     * coarse units save a wave, 2 forces those wherever M > 64; off by default (0) until measured */
+    static const int tall_knob = std::getenv("QMM_CUDA_TALL") ? std::atoi(std::getenv("QMM_CUDA_TALL")) : 0;
     const bool pair_wanted = NB >= 2 && forced_splits <= 0 && pairs_knob;
     const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
-    if (!pair) {
+    const bool tall = !pair && NB >= 2 && forced_splits <= 0 && tall_knob != 0 &&
+                      tall_split(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count, tall_knob == 2);
+    if (!pair && !tall) {
         int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
                                               : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
         const size_t mstride = p.m < cfg::rows ? (size_t)p.m : (size_t)cfg::rows;
