@@ -218,7 +218,8 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
      * reducing while the others on its SM were in their steady loops stalled them on instruction fetch:
      * Nsight on (28672, 8192) NVFP4 M = 64 at split 2 showed 2.06 cycles per issued instruction
      * waiting for an instruction, against 0.45 at split 1, where every CTA ends at once. With the loop,
-     * the fused path at M = 32..128 ran 5-24% faster wherever K is split (H200, BENCHMARKS.md row 50). */
+     * M = 32..128 on the fused path ran up to 1.24x as fast where K is split (H200, BENCHMARKS.md row
+     * 50). */
 #pragma unroll 1
     for (int j = 0; j < NB * 4; j++) {
         const int mi = 8 * (j >> 2) + 2 * t + (j & 1), r = g + 8 * ((j >> 1) & 1);

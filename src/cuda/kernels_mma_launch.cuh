@@ -68,12 +68,13 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
  * (p0 + p1) + (p2 + p3) + ...; a call that runs coarse units covers two fine splits per unit, restarts
  * its sum at the half (the first half's sum waits in the unit's own partial slot, pair_stash) and adds
  * the pair itself at the end (pair_join), so the reduction over its partials performs the same additions
- * in the same order, and every row's bits are those of the fine units. Returns false (and leaves p as it
- * is) where there are fewer than two fine splits, or where the workspace cannot hold the partials of
- * max(M, 128) rows at both unit sizes, in 64-row tiles (fine units: only one tile of 16 rows where
- * fine16, pair mode's case): a decision of the shape and the workspace alone for every M up to 128, so that a small
- * workspace cannot give one M pairs and another the plain split (past 128 rows, as for the plain split, a
- * workspace too small changes the grouping). */
+ * in the same order, and every row's bits are those of the fine units. Coarse units need tiles of 32 or
+ * 64 rows (WHOLE has no restart). Returns false (and leaves p as it is) where there are fewer than two
+ * fine splits, or where the workspace cannot hold the partials of max(M, 128) rows at both unit sizes,
+ * in 64-row tiles (fine units: only one tile of 16 rows where fine16, pair mode's case): a decision of
+ * the shape and the workspace alone for every M up to 128, so that a small workspace cannot give one M
+ * pairs and another the plain split (past 128 rows, as for the plain split, a workspace too small changes
+ * the grouping). */
 static bool pair_units(mma_params &p, int cps_f, bool coarse, bool fine16, size_t partial_floats, size_t counter_count)
 {
     if (cps_f < 1) return false;
@@ -108,9 +109,8 @@ static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
 }
 
 /* Tall pairs (off by default until they have run on a GPU: written 2026-12-01 with no device time left;
- * QMM_CUDA_TALL=1 turns them on, see launch_variant): the usual split
- * (split_for_fused) fills one wave of two CTAs per SM with one 64-row M tile, and two or more M tiles
- * (M > 64) make it two waves or more. Half the split was 11-30% faster at M = 128 on the H200 where it
+ * QMM_CUDA_TALL=1 turns them on, see launch_variant): the usual split (split_for_fused) fills one wave of
+ * two CTAs per SM with one 64-row M tile, and two or more M tiles (M > 64) make it two waves or more. Half the split was 11-30% faster at M = 128 on the H200 where it
  * brought back one wave (NVFP4, forced splits, BENCHMARKS.md thirteenth session: (14336, 4096) 95.7 ->
  * 66.5 us, (4096, 14336) 97.1 -> 78.5, (8192, 28672) 244.2 -> 218.0), and slower where it did not
  * ((6144, 18432): split 5 -> 3, 149.8 -> 161.0). The split may not depend on M, so the usual split's
@@ -125,7 +125,7 @@ static bool tall_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
     const int s_c = (p.chunks + 2 * cps_f - 1) / (2 * cps_f);
     const long long ctas = (long long)((p.strips + kWarps - 1) / kWarps) * p.mtiles, slots = 2LL * sm_count;
     const bool saves_wave = (ctas * s_c + slots - 1) / slots < (ctas * s_f + slots - 1) / slots;
-    const bool coarse = force ? p.mtiles > 1 && p.m > 64 : saves_wave;
+    const bool coarse = p.mtiles > 1 && p.m > 64 && (force || saves_wave); /* 64-row tiles */
     return pair_units(p, cps_f, coarse, false, partial_floats, counter_count);
 }
 

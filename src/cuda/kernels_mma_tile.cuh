@@ -41,10 +41,9 @@ struct mma_params {
      * E2M1 decode's shifts become multiplies (see e2m1_decode) */
     uint32_t pow2[kPow2Count];
     int aligned;      /* A rows and base 16-byte aligned: whole pieces load with one 16-byte load */
-    /* split pairs (fused path, see pair_units): `pairs` = 1: the reduction adds the
-     * partials two by two, (p0 + p1) + (p2 + p3) + ...; `half` > 0: each unit's sum restarts after
-     * `half` tiles, so that its partial is already such a pair (the first half's sum waits in the
-     * unit's own partial slot) */
+    /* split pairs (fused path, see pair_units): `pairs` = 1: the reduction adds the partials two by two,
+     * (p0 + p1) + (p2 + p3) + ...; `half` > 0: each unit's sum restarts after `half` tiles, so that its
+     * partial is already such a pair (the first half's sum waits in the unit's own partial slot) */
     int pairs, half;
     float *partials;
     unsigned *counters;
