@@ -110,10 +110,11 @@ static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
 
 /* Tall pairs (off by default until they have run on a GPU: written 2026-12-01 with no device time left;
  * QMM_CUDA_TALL=1 turns them on, see launch_variant): the usual split (split_for_fused) fills one wave of
- * two CTAs per SM with one 64-row M tile, and two or more M tiles (M > 64) make it two waves or more. Half the split was 11-30% faster at M = 128 on the H200 where it
- * brought back one wave (NVFP4, forced splits, BENCHMARKS.md thirteenth session: (14336, 4096) 95.7 ->
- * 66.5 us, (4096, 14336) 97.1 -> 78.5, (8192, 28672) 244.2 -> 218.0), and slower where it did not
- * ((6144, 18432): split 5 -> 3, 149.8 -> 161.0). The split may not depend on M, so the usual split's
+ * two CTAs per SM with one 64-row M tile, and two or more M tiles (M > 64) make it two waves or more.
+ * Half the split was 11-30% faster at M = 128 on the H200 where it brought back one wave (NVFP4, forced
+ * splits, BENCHMARKS.md thirteenth session: (14336, 4096) 95.7 -> 66.5 us, (4096, 14336) 97.1 -> 78.5,
+ * (8192, 28672) 244.2 -> 218.0), and slower where it did not ((6144, 18432): split 5 -> 3, 149.8 ->
+ * 161.0). The split may not depend on M, so the usual split's
  * units are the fine splits of pair_units for every M, and a call runs coarse units of two where they
  * need fewer waves than the fine ones (which M may decide: both give the same bits). force: coarse units
  * wherever M > 64 (QMM_CUDA_TALL=2, for the tests, whose small weights fill one wave either way). */
