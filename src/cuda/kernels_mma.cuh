@@ -220,6 +220,7 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
      * waiting for an instruction, against 0.45 at split 1, where every CTA ends at once. With the loop,
      * M = 32..128 on the fused path ran up to 1.24x as fast where K is split (H200, BENCHMARKS.md row
      * 50). */
+    const size_t ps = (size_t)mstride * 16; /* from one split's partial to the next */
 #pragma unroll 1
     for (int j = 0; j < NB * 4; j++) {
         const int mi = 8 * (j >> 2) + 2 * t + (j & 1), r = g + 8 * ((j >> 1) & 1);
@@ -227,7 +228,6 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
         /* from the first partial on (not 0 + p0, which would turn -0 into +0 where one split stores its
          * sum directly), two at a time in pair mode */
         const float *pp = part + mi * 16 + r;
-        const size_t ps = (size_t)mstride * 16;
         float tot;
         if (p.pairs) {
             tot = p.splits > 1 ? __ldcg(pp) + __ldcg(pp + ps) : __ldcg(pp);

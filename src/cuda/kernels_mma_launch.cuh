@@ -114,20 +114,29 @@ static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
  * Half the split was 11-30% faster at M = 128 on the H200 where it brought back one wave (NVFP4, forced
  * splits, BENCHMARKS.md thirteenth session: (14336, 4096) 95.7 -> 66.5 us, (4096, 14336) 97.1 -> 78.5,
  * (8192, 28672) 244.2 -> 218.0), and slower where it did not ((6144, 18432): split 5 -> 3, 149.8 ->
- * 161.0). The split may not depend on M, so the usual split's
- * units are the fine splits of pair_units for every M, and a call runs coarse units of two where they
- * need fewer waves than the fine ones (which M may decide: both give the same bits). force: coarse units
- * wherever M > 64 (QMM_CUDA_TALL=2, for the tests, whose small weights fill one wave either way). */
+ * 161.0). The split may not depend on M, so the usual split's units are the fine splits of pair_units
+ * for every M, and a call with several M tiles runs coarse units of two where they need fewer waves than
+ * the fine ones (which M may decide: both give the same bits). force: coarse units wherever there are
+ * several M tiles (QMM_CUDA_TALL=2, for the tests, whose small weights fill one wave either way). */
+template <int NB>
 static bool tall_split(mma_params &p, int tiles_per_step, int sm_count, size_t partial_floats, size_t counter_count,
                        bool force)
 {
-    const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count);
-    const int cps_f = (p.chunks + sc - 1) / sc, s_f = (p.chunks + cps_f - 1) / cps_f;
+    /* split_for_fused leaves no split empty, so its sc splits of cps_f chunks are the fine units */
+    const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count), cps_f = (p.chunks + sc - 1) / sc;
     const int s_c = (p.chunks + 2 * cps_f - 1) / (2 * cps_f);
     const long long ctas = (long long)((p.strips + kWarps - 1) / kWarps) * p.mtiles, slots = 2LL * sm_count;
-    const bool saves_wave = (ctas * s_c + slots - 1) / slots < (ctas * s_f + slots - 1) / slots;
-    const bool coarse = p.mtiles > 1 && p.m > 64 && (force || saves_wave); /* 64-row tiles */
+    const bool saves_wave = (ctas * s_c + slots - 1) / slots < (ctas * sc + slots - 1) / slots;
+    /* coarse units restart their sum at the half: PIPE and STEP at 32 or 64 rows (not WHOLE) */
+    const bool coarse = NB >= 4 && p.mtiles > 1 && (force || saves_wave);
     return pair_units(p, cps_f, coarse, false, partial_floats, counter_count);
+}
+
+/* The integer value of the environment variable NAME (a tuning or test knob), or fallback where unset. */
+static int knob_int(const char *name, int fallback)
+{
+    const char *v = std::getenv(name);
+    return v ? std::atoi(v) : fallback;
 }
 
 /* Launches KERNEL(p) on s, as a programmatic dependent launch (pdl_overlap) when pdl is set. */
@@ -238,21 +247,21 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     const size_t whole_max = lim.whole_max;
     cudaError_t launch_err = cudaSuccess;
     /* QMM_CUDA_SPLITS (a tuning knob for benchmarks, not for use): the split of K, forced */
-    static const int forced_splits = std::getenv("QMM_CUDA_SPLITS") ? std::atoi(std::getenv("QMM_CUDA_SPLITS")) : 0;
+    static const int forced_splits = knob_int("QMM_CUDA_SPLITS", 0);
     /* QMM_CUDA_PAIRS=1 (a knob for tests and benchmarks, not for use): pair mode on any weight where the
      * split has halves; by default it is off */
-    static const bool pairs_knob = std::getenv("QMM_CUDA_PAIRS") && std::atoi(std::getenv("QMM_CUDA_PAIRS")) == 1;
+    static const bool pairs_knob = knob_int("QMM_CUDA_PAIRS", 0) == 1;
     /* off by default since the weight rings were mended (ring-order, 2026-11-30, H200): FP8 without it
      * 1-30% faster at M = 16..64 on the three large default shapes ((6144, 18432) M = 16: 36.7 against
      * 52.7 us), NVFP4 with it 13-27% slower at M = 16; before, FP8's pair mode made up for the one tile
      * in flight of the defective ring (BENCHMARKS.md, "Eighth session") */
     /* QMM_CUDA_TALL (a knob for tests and benchmarks, not for use): 1 turns tall pairs on where their
      * coarse units save a wave, 2 forces those wherever M > 64; off by default (0) until measured */
-    static const int tall_knob = std::getenv("QMM_CUDA_TALL") ? std::atoi(std::getenv("QMM_CUDA_TALL")) : 0;
+    static const int tall_knob = knob_int("QMM_CUDA_TALL", 0);
     const bool pair_wanted = NB >= 2 && forced_splits <= 0 && pairs_knob;
     const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
     const bool tall = !pair && NB >= 2 && forced_splits <= 0 && tall_knob != 0 &&
-                      tall_split(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count, tall_knob == 2);
+                      tall_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count, tall_knob == 2);
     if (!pair && !tall) {
         int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
                                               : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
