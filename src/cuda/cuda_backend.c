@@ -46,30 +46,28 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
 }
 
 /* ---- the dispatcher's table ----
- * Per encoding: the largest M for the GEMV path (the tensor-core kernel with one 8-row group of A), and
- * for the fused path (16-, 32- or 64-row groups), which is larger for weights of at least
- * fused_large_elements; above, materialize. The three encodings' rows are equal today; the table keeps
- * them apart because each was measured on its own. Measured on an H200 with `qmm bench --path gemv`,
- * `--path fused` and `--path materialize`, NVFP4 and FP8 on the five default shapes (2026-11-30, after
- * the weight rings were mended; BENCHMARKS.md "Eighth session", where the earlier measurements are too):
- * - GEMV against fused: the GEMV is faster at M = 8 on 8 of the 10 shape-format pairs (NVFP4 4096 x
- *   14336: 19.6 against 23.9 us), ties on FP8 14336 x 4096 (25.7 against 25.6) and is slower on NVFP4
- *   8192 x 28672 (57.3 against 50.7); at M = 12 it is slower on all 10 (6144 x 18432 NVFP4: 49.0
- *   against 35.4).
- * - Fused against materialize: fused is faster up to M = 64 on every shape; at M = 128 only on the two
- *   shapes of 235 M elements (28672 x 8192 NVFP4 248 against 311 us, FP8 267 against 331), not on
- *   6144 x 18432 (NVFP4 173 against 150, FP8 196 against 160) or the shapes of 59 M (119 against 84);
- *   at M = 256 materialize is faster everywhere (28672 x 8192 NVFP4 433 against 364). Hence the bound
- *   of 200 M elements (MXFP4 runs NVFP4's kernels with another scale decode, and follows it: 159
- *   against 150 us on 6144 x 18432 at M = 128). */
+ * Per encoding: the largest M for the GEMV path (the tensor-core kernel with one 8-row group of A) and
+ * for the fused path (16-, 32- or 64-row groups); above, materialize. The three encodings' rows are
+ * equal today; the table keeps them apart because each was measured on its own. Measured on an H200
+ * with `qmm bench --path gemv`, `--path fused` and `--path materialize` on the five default shapes
+ * (BENCHMARKS.md, "Eighth session" and "Fourteenth session", where the earlier measurements are too):
+ * - GEMV against fused (2026-11-30, NVFP4 and FP8): the GEMV is faster at M = 8 on 8 of the 10
+ *   shape-format pairs (NVFP4 4096 x 14336: 19.6 against 23.9 us), ties on FP8 14336 x 4096 (25.7
+ *   against 25.6) and is slower on NVFP4 8192 x 28672 (57.3 against 50.7); at M = 12 it is slower on
+ *   all 10 (6144 x 18432 NVFP4: 49.0 against 35.4).
+ * - Fused against materialize (2026-12-01, with tall pairs, NVFP4, MXFP4 and FP8 per channel): fused is
+ *   faster up to M = 128 on every shape (at M = 128 14336 x 4096 NVFP4 69.4 against 80.9 us, 6144 x
+ *   18432 144.6 against 150.5, FP8 157.7 against 168.1; before tall pairs only the two shapes of 235 M
+ *   elements were); at M = 256 materialize is faster everywhere (14336 x 4096 NVFP4 91.1 against
+ *   133.4, 28672 x 8192 364.2 against 393.4). */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
-    size_t gemv_max_m, gemv_max_m_large, fused_max_m, fused_max_m_large, fused_large_elements;
+    size_t gemv_max_m, fused_max_m;
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 8, 64, 128, (size_t)200 << 20},
-    {QMM__ENC_MXFP4, 8, 8, 64, 128, (size_t)200 << 20},
-    {QMM__ENC_FP8, 8, 8, 64, 128, (size_t)200 << 20},
+    {QMM__ENC_NVFP4, 8, 128},
+    {QMM__ENC_MXFP4, 8, 128},
+    {QMM__ENC_FP8, 8, 128},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
@@ -79,9 +77,8 @@ static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
     for (size_t i = 0; i < sizeof qmm__cuda_thresholds / sizeof qmm__cuda_thresholds[0]; i++)
         if (qmm__cuda_thresholds[i].enc == p->enc) {
             const qmm__cuda_threshold *t = &qmm__cuda_thresholds[i];
-            const bool large = p->n * p->k >= t->fused_large_elements;
-            if (m <= (large ? t->gemv_max_m_large : t->gemv_max_m)) return QMM_PATH_GEMV;
-            return m <= (large ? t->fused_max_m_large : t->fused_max_m) ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
+            if (m <= t->gemv_max_m) return QMM_PATH_GEMV;
+            return m <= t->fused_max_m ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
         }
     return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
 }

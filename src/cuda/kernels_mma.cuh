@@ -230,9 +230,25 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
         const float *pp = part + mi * 16 + r;
         float tot;
         if (p.pairs) {
-            tot = p.splits > 1 ? __ldcg(pp) + __ldcg(pp + ps) : __ldcg(pp);
-            for (int sp_i = 2; sp_i < p.splits; sp_i += 2)
-                tot += sp_i + 1 < p.splits ? __ldcg(pp + sp_i * ps) + __ldcg(pp + (sp_i + 1) * ps) : __ldcg(pp + sp_i * ps);
+            /* eight partials loaded at once, then added. The loop of two loads per turn that this
+             * replaces was not unrolled by ptxas and waited on one L2 round trip per pair: on the H200,
+             * tall pairs' fine units at M = 64 ran 6-12% behind the plain split where K is split 5 and 8
+             * ways, and with this loop they run up to 18% ahead of it ((4096, 14336) NVFP4 62.9 -> 51.8
+             * us; BENCHMARKS.md, fourteenth session). The plain loop below, which ptxas unrolls 16, 8
+             * and 4 wide, stays: one eight-wide loop for both sums made the fused path 2-7% slower. */
+            tot = 0.0f;
+            for (int s0 = 0; s0 < p.splits; s0 += 8) {
+                float v[8];
+#pragma unroll
+                for (int k = 0; k < 8; k++) v[k] = s0 + k < p.splits ? __ldcg(pp + (s0 + k) * ps) : 0.0f;
+#pragma unroll
+                for (int k = 0; k < 8; k += 2)
+                    if (s0 + k < p.splits) {
+                        const bool two = s0 + k + 1 < p.splits;
+                        const float pr = two ? v[k] + v[k + 1] : v[k];
+                        tot = s0 + k == 0 ? pr : tot + pr;
+                    }
+            }
         } else {
             tot = __ldcg(pp);
             for (int sp_i = 1; sp_i < p.splits; sp_i++) tot += __ldcg(pp + sp_i * ps);

@@ -108,15 +108,14 @@ static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
     return pair_units(p, cps_c / 2, NB != 2, true, partial_floats, counter_count);
 }
 
-/* Tall pairs (off by default until they have run on a GPU: written 2026-12-01 with no device time left;
- * QMM_CUDA_TALL=1 turns them on, see launch_variant): the usual split (split_for_fused) fills one wave of
+/* Tall pairs (QMM_CUDA_TALL, see launch_variant): the usual split (split_for_fused) fills one wave of
  * two CTAs per SM with one 64-row M tile, and two or more M tiles (M > 64) make it two waves or more.
  * Half the split was 11-30% faster at M = 128 on the H200 where it brought back one wave (NVFP4, forced
  * splits, BENCHMARKS.md thirteenth session: (14336, 4096) 95.7 -> 66.5 us, (4096, 14336) 97.1 -> 78.5,
  * (8192, 28672) 244.2 -> 218.0), and slower where it did not ((6144, 18432): split 5 -> 3, 149.8 ->
  * 161.0). The split may not depend on M, so the usual split's units are the fine splits of pair_units
- * for every M, and a call with several M tiles runs coarse units of two where they need fewer waves than
- * the fine ones (which M may decide: both give the same bits). force: coarse units wherever there are
+ * for every M, and a call with several M tiles runs coarse units of two where their waves take no longer
+ * than the fine ones' (which M may decide: both give the same bits). force: coarse units wherever there are
  * several M tiles (QMM_CUDA_TALL=2, for the tests, whose small weights fill one wave either way). */
 template <int NB>
 static bool tall_split(mma_params &p, int tiles_per_step, int sm_count, size_t partial_floats, size_t counter_count,
@@ -126,9 +125,11 @@ static bool tall_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
     const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count), cps_f = (p.chunks + sc - 1) / sc;
     const int s_c = (p.chunks + 2 * cps_f - 1) / (2 * cps_f);
     const long long ctas = (long long)((p.strips + kWarps - 1) / kWarps) * p.mtiles, slots = 2LL * sm_count;
-    const bool saves_wave = (ctas * s_c + slots - 1) / slots < (ctas * sc + slots - 1) / slots;
+    /* a coarse unit takes twice as long as a fine one: coarse where their waves take no longer, and fewer
+     * units (less filling of the pipeline, fewer partials) win the tie */
+    const long long waves_f = (ctas * sc + slots - 1) / slots, waves_c = (ctas * s_c + slots - 1) / slots;
     /* coarse units restart their sum at the half: PIPE and STEP at 32 or 64 rows (not WHOLE) */
-    const bool coarse = NB >= 4 && p.mtiles > 1 && (force || saves_wave);
+    const bool coarse = NB >= 4 && p.mtiles > 1 && (force || 2 * waves_c <= waves_f);
     return pair_units(p, cps_f, coarse, false, partial_floats, counter_count);
 }
 
@@ -255,9 +256,9 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
      * 1-30% faster at M = 16..64 on the three large default shapes ((6144, 18432) M = 16: 36.7 against
      * 52.7 us), NVFP4 with it 13-27% slower at M = 16; before, FP8's pair mode made up for the one tile
      * in flight of the defective ring (BENCHMARKS.md, "Eighth session") */
-    /* QMM_CUDA_TALL (a knob for tests and benchmarks, not for use): 1 turns tall pairs on where their
-     * coarse units save a wave, 2 forces those wherever M > 64; off by default (0) until measured */
-    static const int tall_knob = knob_int("QMM_CUDA_TALL", 0);
+    /* QMM_CUDA_TALL (a knob for tests and benchmarks, not for use): tall pairs, 1 (default) where the
+     * coarse units' waves take no longer, 2 coarse units wherever there are several M tiles, 0 off */
+    static const int tall_knob = knob_int("QMM_CUDA_TALL", 1);
     const bool pair_wanted = NB >= 2 && forced_splits <= 0 && pairs_knob;
     const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
     const bool tall = !pair && NB >= 2 && forced_splits <= 0 && tall_knob != 0 &&
