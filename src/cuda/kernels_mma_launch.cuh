@@ -126,7 +126,9 @@ static bool tall_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
     const int s_c = (p.chunks + 2 * cps_f - 1) / (2 * cps_f);
     const long long ctas = (long long)((p.strips + kWarps - 1) / kWarps) * p.mtiles, slots = 2LL * sm_count;
     /* a coarse unit takes twice as long as a fine one: coarse where their waves take no longer, and fewer
-     * units (less filling of the pipeline, fewer partials) win the tie */
+     * units (less filling of the pipeline, fewer partials) win the tie. Coarse wherever they needed
+     * fewer waves took (6144, 18432) at M = 256 (4 waves of fine units, 3 of coarse ones): 9% slower on
+     * the H200 (BENCHMARKS.md, fourteenth session) */
     const long long waves_f = (ctas * sc + slots - 1) / slots, waves_c = (ctas * s_c + slots - 1) / slots;
     /* coarse units restart their sum at the half: PIPE and STEP at 32 or 64 rows (not WHOLE) */
     const bool coarse = NB >= 4 && p.mtiles > 1 && (force || 2 * waves_c <= waves_f);
