@@ -1,0 +1,50 @@
+/* Host-side entry points to the split of K of the GEMV and fused paths (split_for, split_for_fused,
+ * tall_split in src/cuda/kernels_mma_launch.cuh), for test_cuda_split.c: the same functions the
+ * launches call, with C linkage. Runs no kernel and needs no GPU. */
+#include "../src/cuda/kernels_mma_launch.cuh"
+
+#include "cuda_split_host.h"
+
+using namespace qmm_mma;
+
+/* Tiles of weight columns per step of the kernels, and columns per tile, for encoding enc. */
+extern "C" int qmm_test_tiles_per_step(int enc)
+{
+    return enc == QMM__ENC_FP8 ? stage_config<QMM__ENC_FP8, false, 8>::tiles_per_step
+                               : stage_config<QMM__ENC_NVFP4, false, 8>::tiles_per_step;
+}
+extern "C" int qmm_test_tile_k(int enc)
+{
+    return enc == QMM__ENC_FP8 ? enc_traits<QMM__ENC_FP8>::tile_k : enc_traits<QMM__ENC_NVFP4>::tile_k;
+}
+
+extern "C" int qmm_test_split_for(int strips, int chunks, int tiles_per_step, int sm_count)
+{
+    return split_for(strips, chunks, tiles_per_step, sm_count);
+}
+
+extern "C" int qmm_test_split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
+{
+    return split_for_fused(strips, chunks, tiles_per_step, sm_count);
+}
+
+extern "C" qmm_test_division qmm_test_tall_split(int nb, int m, int strips, int chunks, int tiles_per_step, int sm_count,
+                                                 size_t partial_floats, size_t counter_count, int force)
+{
+    mma_params p = {};
+    p.m = m;
+    p.strips = strips;
+    p.chunks = chunks;
+    p.mtiles = (m + 8 * nb - 1) / (8 * nb);
+    p.cps = -1, p.splits = -1, p.pairs = -1, p.half = -1;
+    bool taken = false;
+    switch (nb) {
+    case 2: taken = tall_split<2>(p, tiles_per_step, sm_count, partial_floats, counter_count, force != 0); break;
+    case 4: taken = tall_split<4>(p, tiles_per_step, sm_count, partial_floats, counter_count, force != 0); break;
+    default: taken = tall_split<8>(p, tiles_per_step, sm_count, partial_floats, counter_count, force != 0); break;
+    }
+    qmm_test_division d;
+    d.taken = taken;
+    d.cps = p.cps, d.splits = p.splits, d.pairs = p.pairs, d.half = p.half;
+    return d;
+}

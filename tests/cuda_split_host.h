@@ -1,0 +1,28 @@
+/* C declarations of tests/cuda_split_host.cu: the CUDA backend's split of K, called on the host. */
+#ifndef QMM_TESTS_CUDA_SPLIT_HOST_H
+#define QMM_TESTS_CUDA_SPLIT_HOST_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What tall_split decided: taken (tall pairs apply), and the launch's division of K where they do
+ * (chunks per unit, units, pairs summed two by two, the fine unit inside a coarse one or 0). */
+typedef struct qmm_test_division {
+    int taken, cps, splits, pairs, half;
+} qmm_test_division;
+
+int qmm_test_tiles_per_step(int enc);
+int qmm_test_tile_k(int enc);
+int qmm_test_split_for(int strips, int chunks, int tiles_per_step, int sm_count);
+int qmm_test_split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count);
+qmm_test_division qmm_test_tall_split(int nb, int m, int strips, int chunks, int tiles_per_step, int sm_count,
+                                      size_t partial_floats, size_t counter_count, int force);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,118 @@
+/* The CUDA backend's split of K (src/cuda/kernels_mma_launch.cuh), checked on the host through
+ * tests/cuda_split_host.cu: on random shapes, SM counts and workspaces, the GEMV's and the fused path's
+ * splits leave no unit empty and the fused split fits one wave; tall pairs' units of summation (the fine
+ * splits) are the same for every M and tile height, decided by the shape and the workspace alone, so the
+ * fused path stays batch invariant; coarse units only where the kernels can form the pair (tiles of 32
+ * or 64 rows, several M tiles). Then the decisions measured on the H200 (132 SMs) for the five default
+ * shapes (BENCHMARKS.md, thirteenth and fourteenth sessions). Needs no GPU: no kernel runs. */
+#include "../src/cuda/cuda_internal.h"
+#include "cuda_split_host.h"
+#include "harness.h"
+
+/* The fused path's tile height for M, as the dispatcher picks it (cuda_backend.c): 16, 32 or 64 rows. */
+static int nb_for(int m) { return m <= 16 ? 2 : m <= 32 ? 4 : 8; }
+
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+/* A random integer in [lo, hi], spread over the powers of two between them. */
+static int random_size(int lo, int hi)
+{
+    for (;;) {
+        const double x = exp(log((double)lo) + harness_uniform() * (log((double)hi + 1.0) - log((double)lo)));
+        const int v = (int)x;
+        if (v >= lo && v <= hi) return v;
+    }
+}
+
+static void check_splits(int strips, int chunks, int tps, int sm)
+{
+    const int groups = ceil_div(strips, 8);
+    const int sf = qmm_test_split_for_fused(strips, chunks, tps, sm);
+    CHECK(sf >= 1 && sf <= 16, "split_for_fused(%d, %d, %d, %d) = %d", strips, chunks, tps, sm, sf);
+    if (sf >= 1) {
+        const int cps = ceil_div(chunks, sf);
+        CHECK(ceil_div(chunks, cps) == sf, "fused split %d of %d chunks leaves a unit empty", sf, chunks);
+        CHECK(sf == 1 || (long long)groups * sf <= 2LL * sm, "fused split %d of %d groups over %d SMs: more than one wave", sf,
+              groups, sm);
+    }
+    const int sg = qmm_test_split_for(strips, chunks, tps, sm);
+    CHECK(sg >= 1 && sg <= 16, "split_for(%d, %d, %d, %d) = %d", strips, chunks, tps, sm, sg);
+    if (sg >= 1) CHECK(ceil_div(chunks, ceil_div(chunks, sg)) == sg, "GEMV split %d of %d chunks leaves a unit empty", sg, chunks);
+}
+
+/* Tall pairs on one shape and workspace at every M up to 128 (and past it where the workspace holds the
+ * rows): the same decision, the same fine units, coarse units made of two of them. */
+static void check_tall(int strips, int chunks, int tps, int sm, size_t partial_floats, size_t counters, int force)
+{
+    const int sf = qmm_test_split_for_fused(strips, chunks, tps, sm), fine_want = ceil_div(chunks, sf);
+    static const int fixed_m[] = {1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128};
+    int taken = -1, bad = 0;
+    for (int i = 0; i < 24 && bad < 3; i++) {
+        const int m = i < 14 ? fixed_m[i] : 1 + (int)(harness_next() % 128);
+        const int nb = nb_for(m), mtiles = ceil_div(m, 8 * nb);
+        const qmm_test_division d = qmm_test_tall_split(nb, m, strips, chunks, tps, sm, partial_floats, counters, force);
+        if (taken < 0) taken = d.taken;
+        CHECK(d.taken == taken, "shape (%d strips, %d chunks), %d SMs, workspace %zu/%zu: tall pairs %s at M = %d, %s before",
+              strips, chunks, sm, partial_floats, counters, d.taken ? "taken" : "not taken", m, taken ? "taken" : "not taken");
+        if (d.taken != taken) bad++;
+        if (!d.taken) continue;
+        const int coarse = d.half > 0;
+        const int fine = coarse ? d.half : d.cps;
+        CHECK(sf >= 2, "tall pairs taken at split %d", sf);
+        CHECK(fine == fine_want, "M = %d: fine units of %d chunks, want split_for_fused's %d", m, fine, fine_want);
+        if (fine != fine_want) bad++;
+        CHECK(d.pairs == !coarse, "M = %d: pairs %d with half %d", m, d.pairs, d.half);
+        CHECK(!coarse || d.cps == 2 * d.half, "M = %d: coarse unit of %d chunks, half %d", m, d.cps, d.half);
+        CHECK(!coarse || (nb >= 4 && mtiles > 1), "M = %d: coarse units at %d rows per tile, %d M tiles", m, 8 * nb, mtiles);
+        CHECK(!force || coarse == (nb >= 4 && mtiles > 1), "M = %d, forced: coarse %d", m, coarse);
+        CHECK(d.splits == ceil_div(chunks, d.cps) && (d.splits - 1) * d.cps < chunks, "M = %d: %d units of %d chunks for %d", m,
+              d.splits, d.cps, chunks);
+    }
+    /* a workspace that holds every partial: taken wherever there are two fine splits */
+    if (partial_floats >= ((size_t)1 << 40)) CHECK(taken == (sf >= 2), "split %d with room: tall pairs %d", sf, taken);
+}
+
+/* The decisions measured on the H200 (NVFP4, 132 SMs) for one default shape: the GEMV's split (0: not
+ * checked), the fused split, and whether M = 128 and 256 run coarse units. */
+static void check_default(int n, int k, int gemv_split, int fused_split, int coarse128, int coarse256)
+{
+    const int enc = QMM__ENC_NVFP4, tps = qmm_test_tiles_per_step(enc), strips = n / 16, chunks = k / qmm_test_tile_k(enc);
+    const size_t pf = (size_t)64 << 20, counters = (size_t)1 << 16;
+    if (gemv_split) {
+        const int s = qmm_test_split_for(strips, chunks, tps, 132);
+        CHECK(s == gemv_split, "(%d, %d): GEMV split %d, measured best %d", n, k, s, gemv_split);
+    }
+    const int f = qmm_test_split_for_fused(strips, chunks, tps, 132);
+    CHECK(f == fused_split, "(%d, %d): fused split %d, want %d", n, k, f, fused_split);
+    const qmm_test_division d128 = qmm_test_tall_split(8, 128, strips, chunks, tps, 132, pf, counters, 0);
+    const qmm_test_division d256 = qmm_test_tall_split(8, 256, strips, chunks, tps, 132, pf, counters, 0);
+    CHECK(d128.taken == (fused_split > 1), "(%d, %d): tall pairs %d at split %d", n, k, d128.taken, fused_split);
+    CHECK((d128.taken && d128.half > 0) == coarse128, "(%d, %d) M = 128: coarse %d, want %d", n, k, d128.taken && d128.half > 0,
+          coarse128);
+    CHECK((d256.taken && d256.half > 0) == coarse256, "(%d, %d) M = 256: coarse %d, want %d", n, k, d256.taken && d256.half > 0,
+          coarse256);
+}
+
+int main(void)
+{
+    harness_begin("test_cuda_split");
+    static const int sms[] = {132, 108, 78, 46, 16, 1};
+    for (int it = 0; it < 3000; it++) {
+        const int enc = (it & 1) ? QMM__ENC_NVFP4 : QMM__ENC_FP8;
+        const int tps = qmm_test_tiles_per_step(enc);
+        const int strips = random_size(1, 4096), chunks = random_size(1, 2048), sm = sms[harness_next() % 6];
+        check_splits(strips, chunks, tps, sm);
+        /* workspaces from none to more than any shape needs, and counters from a few to plenty */
+        const int w = (int)(harness_next() % 4);
+        const size_t pf = w == 0 ? 0 : w == 1 ? (size_t)random_size(1, 1 << 20) : w == 2 ? (size_t)random_size(1, 1 << 28) : (size_t)1 << 40;
+        const size_t counters = w == 3 ? (size_t)1 << 30 : (size_t)random_size(1, 1 << 16);
+        check_tall(strips, chunks, tps, sm, pf, counters, (int)(harness_next() % 4 == 0));
+    }
+    /* (N, K), GEMV split, fused split, coarse at M = 128, coarse at M = 256 */
+    check_default(4096, 14336, 16, 8, 1, 1);
+    check_default(14336, 4096, 0, 2, 1, 1);
+    check_default(6144, 18432, 0, 5, 0, 0);
+    check_default(28672, 8192, 4, 1, 0, 0);
+    check_default(8192, 28672, 8, 4, 1, 1);
+    return harness_end("test_cuda_split");
+}
