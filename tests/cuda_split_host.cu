@@ -7,15 +7,11 @@
 
 using namespace qmm_mma;
 
-/* Tiles of weight columns per step of the kernels, and columns per tile, for encoding enc. */
+/* Weight tiles per step of the kernels for encoding enc (FP8's tiles are half as wide). */
 extern "C" int qmm_test_tiles_per_step(int enc)
 {
     return enc == QMM__ENC_FP8 ? stage_config<QMM__ENC_FP8, false, 8>::tiles_per_step
                                : stage_config<QMM__ENC_NVFP4, false, 8>::tiles_per_step;
-}
-extern "C" int qmm_test_tile_k(int enc)
-{
-    return enc == QMM__ENC_FP8 ? enc_traits<QMM__ENC_FP8>::tile_k : enc_traits<QMM__ENC_NVFP4>::tile_k;
 }
 
 extern "C" int qmm_test_split_for(int strips, int chunks, int tiles_per_step, int sm_count)

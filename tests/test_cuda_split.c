@@ -6,11 +6,9 @@
  * or 64 rows, several M tiles). Then the decisions measured on the H200 (132 SMs) for the five default
  * shapes (BENCHMARKS.md, thirteenth and fourteenth sessions). Needs no GPU: no kernel runs. */
 #include "../src/cuda/cuda_internal.h"
+#include "../src/cuda/decode.h"
 #include "cuda_split_host.h"
 #include "harness.h"
-
-/* The fused path's tile height for M, as the dispatcher picks it (cuda_backend.c): 16, 32 or 64 rows. */
-static int nb_for(int m) { return m <= 16 ? 2 : m <= 32 ? 4 : 8; }
 
 static int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -49,7 +47,7 @@ static void check_tall(int strips, int chunks, int tps, int sm, size_t partial_f
     int taken = -1, bad = 0;
     for (int i = 0; i < 24 && bad < 3; i++) {
         const int m = i < 14 ? fixed_m[i] : 1 + (int)(harness_next() % 128);
-        const int nb = nb_for(m), mtiles = ceil_div(m, 8 * nb);
+        const int nb = qmm__cuda_fused_nb((size_t)m), mtiles = ceil_div(m, 8 * nb);
         const qmm_test_division d = qmm_test_tall_split(nb, m, strips, chunks, tps, sm, partial_floats, counters, force);
         if (taken < 0) taken = d.taken;
         CHECK(d.taken == taken, "shape (%d strips, %d chunks), %d SMs, workspace %zu/%zu: tall pairs %s at M = %d, %s before",
@@ -76,7 +74,7 @@ static void check_tall(int strips, int chunks, int tps, int sm, size_t partial_f
  * checked), the fused split, and whether M = 128 and 256 run coarse units. */
 static void check_default(int n, int k, int gemv_split, int fused_split, int coarse128, int coarse256)
 {
-    const int enc = QMM__ENC_NVFP4, tps = qmm_test_tiles_per_step(enc), strips = n / 16, chunks = k / qmm_test_tile_k(enc);
+    const int tps = qmm_test_tiles_per_step(QMM__ENC_NVFP4), strips = n / QMM__STRIP, chunks = k / QMM__CHUNK_FP4;
     const size_t pf = (size_t)64 << 20, counters = (size_t)1 << 16;
     if (gemv_split) {
         const int s = qmm_test_split_for(strips, chunks, tps, 132);

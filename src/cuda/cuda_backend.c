@@ -230,7 +230,7 @@ static qmm_status qmm__cuda_run_mma(qmm__cuda_state *st, const qmm__matmul_args 
         return qmm__fail(QMM_ERR_UNSUPPORTED, "qmm_matmul: the %s path takes NVFP4, MXFP4 and FP8 weights whose scales and "
                          "codes are finite (and an MXFP4 exponent range of at most 126); this weight runs on materialize",
                          fused ? "fused" : "GEMV");
-    const int nb = !fused ? 1 : x->m <= 16 ? 2 : x->m <= 32 ? 4 : 8;
+    const int nb = fused ? qmm__cuda_fused_nb(x->m) : 1;
     qmm__cuda_epilogue e = qmm__cuda_make_epilogue(x, p, true);
     int err = qmm__cuda_mma(p, nb, x->m, (int)x->a_type, x->a, x->lda, &e, (float *)(void *)st->workspace,
                             st->workspace_bytes / sizeof(float), st->counters, QMM__CUDA_COUNTERS, st->sm_count, st->stream);

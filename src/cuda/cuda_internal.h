@@ -95,6 +95,10 @@ typedef struct qmm__cuda_epilogue {
     size_t ldc;
 } qmm__cuda_epilogue;
 
+/* The fused path's tile height for m rows of A, in 8-row groups (nb): 16, 32 or 64 rows. The split of K
+ * does not depend on it (batch invariance; tests/test_cuda_split.c checks the split at each height). */
+static inline int qmm__cuda_fused_nb(size_t m) { return m <= 16 ? 2 : m <= 32 ? 4 : 8; }
+
 /* Launchers (kernels_*.cu). Each returns a cudaError_t value (0 = success) after checking the launch. */
 /* The tensor-core kernels: M tiles of 8 * nb rows of A (nb = 1: the GEMV path; 2, 4, 8: the fused path). */
 int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int a_type, const void *a, size_t lda,

@@ -14,6 +14,9 @@
 
 namespace qmm_mma {
 
+/* Strip groups: the CTAs of one M tile and one split, kWarps strips of 16 weight rows each. */
+static int strip_groups(int strips) { return (strips + kWarps - 1) / kWarps; }
+
 /* The split of K on the GEMV path (NB = 1): a function of the weight's shape and the SM count only,
  * never of M or of the kernel variant, so every row's sums are grouped the same way whatever the batch
  * (batch invariance). Cost model, fitted to the GEMV on the H200 (NVFP4, M = 1 and 8, splits 1 to
@@ -25,7 +28,7 @@ namespace qmm_mma {
  * (4096, 14336), 5% slower there than 8 at M = 1 and 11% at M = 8. */
 static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
 {
-    const long long groups = (strips + kWarps - 1) / kWarps;
+    const long long groups = strip_groups(strips);
     const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
     int best = 1;
     long long best_cost = -1;
@@ -52,7 +55,7 @@ static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
  * heights. */
 static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
 {
-    const int groups = (strips + kWarps - 1) / kWarps;
+    const int groups = strip_groups(strips);
     const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
     int best = 1;
     for (int sp = 2; sp <= max_splits && sp <= 16; sp++) {
@@ -124,7 +127,7 @@ static bool tall_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
     /* split_for_fused leaves no split empty, so its sc splits of cps_f chunks are the fine units */
     const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count), cps_f = (p.chunks + sc - 1) / sc;
     const int s_c = (p.chunks + 2 * cps_f - 1) / (2 * cps_f);
-    const long long ctas = (long long)((p.strips + kWarps - 1) / kWarps) * p.mtiles, slots = 2LL * sm_count;
+    const long long ctas = (long long)strip_groups(p.strips) * p.mtiles, slots = 2LL * sm_count;
     /* a coarse unit takes twice as long as a fine one: coarse where their waves take no longer, and fewer
      * units (less filling of the pipeline, fewer partials) win the tie. Coarse wherever they needed
      * fewer waves took (6144, 18432) at M = 256 (4 waves of fine units, 3 of coarse ones): 9% slower on
@@ -277,7 +280,7 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         p.cps = (p.chunks + splits - 1) / splits;
         p.splits = (p.chunks + p.cps - 1) / p.cps;
     }
-    const long long grid = (long long)((p.strips + kWarps - 1) / kWarps) * p.splits * p.mtiles;
+    const long long grid = (long long)strip_groups(p.strips) * p.splits * p.mtiles;
     const int srows = whole_rows(cfg::rows, p.m < cfg::rows ? p.m : cfg::rows);
     const size_t whole = (size_t)cfg::planes * srows * (size_t)whole_stride(p.cps * enc_traits<ENC>::tile_k) * 4;
     /* WHOLE where it fits (NB <= 2; at M = 16 it beat PIPE on 3 of the 5 default shapes by 2-12%), then
