@@ -2,11 +2,13 @@
 # A/B on the lent GPU machine: the working tree (A) against a copy of it with some files replaced (B),
 # both built for sm_90a, each through `ctest -L cuda` (optional) and the same benchmark, in one process
 # after the other on the same machine. Logs go to $OUT.
-# Usage: scripts/gpu_ab.sh [--test] "DST=SRC[,DST=SRC...]" BENCH_ARGS...
+# Usage: scripts/gpu_ab.sh [--test|--test-a] "DST=SRC[,DST=SRC...]" BENCH_ARGS...
+#   --test runs ctest for both trees, --test-a for A only (B already ran it, e.g. B = main)
 set -uo pipefail
 . "$(dirname "$0")/gpu_lib.sh"
 run_tests=0
 if [ "${1:-}" = "--test" ]; then run_tests=1; shift; fi
+if [ "${1:-}" = "--test-a" ]; then run_tests=a; shift; fi
 swaps=$1; shift
 alt=/tmp/qmm_b
 rm -rf "$alt" && mkdir -p "$alt" && tar --exclude='./build*' --exclude=./out -cf - . | tar -xf - -C "$alt"
@@ -19,7 +21,7 @@ wait $pa; ra=$?; wait $pb; rb=$?
 if [ $ra -ne 0 ] || [ $rb -ne 0 ]; then exit 1; fi
 for v in a b; do
   d=.; [ $v = b ] && d=$alt
-  if [ $run_tests = 1 ]; then
+  if [ $run_tests = 1 ] || { [ $run_tests = a ] && [ $v = a ]; }; then
     stamp "ctest -L cuda ($v)"
     ctest --test-dir "$d/build-gpu" -L cuda --output-on-failure > "$OUT/ctest_$v.log" 2>&1
     echo "ctest $v rc=$?"; grep -E "tests passed|FAIL|CHECK" "$OUT/ctest_$v.log" | head -20

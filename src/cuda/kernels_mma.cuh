@@ -221,40 +221,90 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
      * M = 32..128 on the fused path ran up to 1.24x as fast where K is split (H200, BENCHMARKS.md row
      * 50). */
     const size_t ps = (size_t)mstride * 16; /* from one split's partial to the next */
+    if constexpr (NB > 1) {
+        /* One turn per 8-row group nb (the fused path's tiles): the partials of its four values (rows
+         * m0 + 8nb + 2t (+1) of A, rows g and g + 8 of W) are loaded eight splits at a time, 32 loads
+         * before any is added, so the turn waits on one L2 round trip per eight splits, not one per
+         * value; then one epilogue in a loop over the four sums. Sums from the first partial on (not 0
+         * + p0, which would turn -0 into +0 where one split stores its sum directly), in split order,
+         * or two by two in pair mode: the bits of the value-by-value loop below. On the H200 the fused
+         * path ran up to 9% faster than with that loop (FP8 per channel M = 64, (4096, 14336) 54.9 ->
+         * 49.9 us; BENCHMARKS.md, fifteenth session). */
 #pragma unroll 1
-    for (int j = 0; j < NB * 4; j++) {
-        const int mi = 8 * (j >> 2) + 2 * t + (j & 1), r = g + 8 * ((j >> 1) & 1);
-        if (mi >= mvalid) continue;
-        /* from the first partial on (not 0 + p0, which would turn -0 into +0 where one split stores its
-         * sum directly), two at a time in pair mode */
-        const float *pp = part + mi * 16 + r;
-        float tot;
-        if (p.pairs) {
-            /* eight partials loaded at once, then added. The loop of two loads per turn that this
-             * replaces was not unrolled by ptxas and waited on one L2 round trip per pair: on the H200,
-             * tall pairs' fine units at M = 64 ran 6-12% behind the plain split where K is split 5 and 8
-             * ways, and with this loop they run up to 18% ahead of it ((4096, 14336) NVFP4 62.9 -> 51.8
-             * us; BENCHMARKS.md, fourteenth session). The plain loop below, which ptxas unrolls 16, 8
-             * and 4 wide, stays: one eight-wide loop for both sums made the fused path 2-7% slower. */
-            tot = 0.0f;
+        for (int nb = 0; nb < NB; nb++) {
+            const int mi0 = 8 * nb + 2 * t;
+            if (mi0 >= mvalid) continue;
+            const float *pp = part + mi0 * 16 + g;
+            const int off[4] = {0, 16, 8, 24}; /* value i: row of A mi0 + (i & 1), row of W g + 8 * (i >> 1) */
+            const bool ok[4] = {true, mi0 + 1 < mvalid, true, mi0 + 1 < mvalid};
+            float tot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             for (int s0 = 0; s0 < p.splits; s0 += 8) {
-                float v[8];
+                float v[4][8];
 #pragma unroll
-                for (int k = 0; k < 8; k++) v[k] = s0 + k < p.splits ? __ldcg(pp + (s0 + k) * ps) : 0.0f;
+                for (int k = 0; k < 8; k++)
 #pragma unroll
-                for (int k = 0; k < 8; k += 2)
-                    if (s0 + k < p.splits) {
-                        const bool two = s0 + k + 1 < p.splits;
-                        const float pr = two ? v[k] + v[k + 1] : v[k];
-                        tot = s0 + k == 0 ? pr : tot + pr;
+                    for (int i = 0; i < 4; i++) v[i][k] = ok[i] && s0 + k < p.splits ? __ldcg(pp + off[i] + (s0 + k) * ps) : 0.0f;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    if (p.pairs) {
+#pragma unroll
+                        for (int k = 0; k < 8; k += 2)
+                            if (s0 + k < p.splits) {
+                                const float pr = s0 + k + 1 < p.splits ? v[i][k] + v[i][k + 1] : v[i][k];
+                                tot[i] = s0 + k == 0 ? pr : tot[i] + pr;
+                            }
+                    } else {
+#pragma unroll
+                        for (int k = 0; k < 8; k++)
+                            if (s0 + k < p.splits) tot[i] = s0 + k == 0 ? v[i][k] : tot[i] + v[i][k];
                     }
+                }
             }
-        } else {
-            tot = __ldcg(pp);
-            for (int sp_i = 1; sp_i < p.splits; sp_i++) tot += __ldcg(pp + sp_i * ps);
+#pragma unroll 1
+            for (int i = 0; i < 4; i++) {
+                const int n = n0 + 8 * (i >> 1);
+                if (ok[i] && n < p.n) qmm__epilogue_store(p.e, (size_t)(m0 + mi0 + (i & 1)), (size_t)n, tot[i]);
+            }
         }
-        const int n = n0 + 8 * ((j >> 1) & 1);
-        if (n < p.n) qmm__epilogue_store(p.e, (size_t)(m0 + mi), (size_t)n, tot);
+    } else {
+        /* The GEMV (one 8-row group): value by value. The group form above made M = 1 0.3-4.6% slower
+         * on the H200 (NVFP4, four of five shapes) while M = 8 gained up to 10%; M = 1 is the path's
+         * target, so the GEMV keeps this loop (BENCHMARKS.md, fifteenth session). */
+#pragma unroll 1
+        for (int j = 0; j < NB * 4; j++) {
+            const int mi = 8 * (j >> 2) + 2 * t + (j & 1), r = g + 8 * ((j >> 1) & 1);
+            if (mi >= mvalid) continue;
+            /* from the first partial on (not 0 + p0, which would turn -0 into +0 where one split stores its
+             * sum directly), two at a time in pair mode */
+            const float *pp = part + mi * 16 + r;
+            float tot;
+            if (p.pairs) {
+                /* eight partials loaded at once, then added. The loop of two loads per turn that this
+                 * replaces was not unrolled by ptxas and waited on one L2 round trip per pair: on the H200,
+                 * tall pairs' fine units at M = 64 ran 6-12% behind the plain split where K is split 5 and 8
+                 * ways, and with this loop they run up to 18% ahead of it ((4096, 14336) NVFP4 62.9 -> 51.8
+                 * us; BENCHMARKS.md, fourteenth session). The plain loop below, which ptxas unrolls 16, 8
+                 * and 4 wide, stays: one eight-wide loop for both sums made the fused path 2-7% slower. */
+                tot = 0.0f;
+                for (int s0 = 0; s0 < p.splits; s0 += 8) {
+                    float v[8];
+#pragma unroll
+                    for (int k = 0; k < 8; k++) v[k] = s0 + k < p.splits ? __ldcg(pp + (s0 + k) * ps) : 0.0f;
+#pragma unroll
+                    for (int k = 0; k < 8; k += 2)
+                        if (s0 + k < p.splits) {
+                            const bool two = s0 + k + 1 < p.splits;
+                            const float pr = two ? v[k] + v[k + 1] : v[k];
+                            tot = s0 + k == 0 ? pr : tot + pr;
+                        }
+                }
+            } else {
+                tot = __ldcg(pp);
+                for (int sp_i = 1; sp_i < p.splits; sp_i++) tot += __ldcg(pp + sp_i * ps);
+            }
+            const int n = n0 + 8 * ((j >> 1) & 1);
+            if (n < p.n) qmm__epilogue_store(p.e, (size_t)(m0 + mi), (size_t)n, tot);
+        }
     }
 }
 
