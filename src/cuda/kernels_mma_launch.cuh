@@ -1,7 +1,7 @@
 /* The host side of the tensor-core kernels (kernels_mma.cuh): the split of K per path (split_for,
  * split_for_fused) and its pairs (pair_units, for pair mode's pair_split and tall_split); launch_kernel;
- * a variant's setup once per device (setup_variant) and its launch (launch_variant, which picks WHOLE,
- * PIPE or STEP); launch_encoding, the body of each encoding's entry point. Included by
+ * a variant's setup once per device (setup_variant) and its launch (launch_variant, which picks WG,
+ * WHOLE, PIPE or STEP; launch_wg); launch_encoding, the body of each encoding's entry point. Included by
  * kernels_mma_<enc>.cu. */
 #ifndef QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
 #define QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "kernels_mma.cuh"
+#include "kernels_mma_wg.cuh"
 
 namespace qmm_mma {
 
@@ -168,7 +168,7 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cud
 
 /* What a variant may use on one device: set up by setup_variant, once per device (launch_variant). */
 struct variant_limits {
-    bool pipe_ok = false, pdl_able = false;
+    bool pipe_ok = false, pdl_able = false, wg_ok = false;
     size_t whole_max = 0;
 };
 
@@ -198,6 +198,20 @@ cudaError_t setup_variant(int dev, variant_limits &lim)
                                              pipe_config<ENC, 2, 4>::bytes);
             lim.pipe_ok = e == cudaSuccess;
         }
+    /* the WG variant (64-row tiles of bf16 A, E2M1 weights): where this build has sm_90a machine code
+     * (QMM_CUDA_SM90A, from the gencode flags) and the device runs it (sm_90: its kernels report PTX
+     * version 90; a compute_80 PTX that a newer GPU compiles reports 80) */
+#ifdef QMM_CUDA_SM90A
+    if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4)) {
+        cudaFuncAttributes wa;
+        if (e == cudaSuccess && major == 9 && wg_config<ENC>::bytes <= optin &&
+            cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess && wa.ptxVersion == 90) {
+            e = cudaFuncSetAttribute(mma_kernel_wg<ENC>, cudaFuncAttributeMaxDynamicSharedMemorySize, wg_config<ENC>::bytes);
+            lim.wg_ok = e == cudaSuccess;
+        }
+        (void)cudaGetLastError(); /* a failed query only leaves the variant off */
+    }
+#endif
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); /* reported here, not by a later, unrelated launch check */
         return e;
@@ -210,6 +224,31 @@ cudaError_t setup_variant(int dev, variant_limits &lim)
     lim.pdl_able = major >= 9 && cudaFuncGetAttributes(&fa, mma_kernel<ENC, FP16A, NB>) == cudaSuccess && fa.ptxVersion >= 90;
     (void)cudaGetLastError(); /* a failed query above only turns the dependent launch off */
     return cudaSuccess;
+}
+
+/* The WG variant (kernels_mma_wg.cuh) with the division of K that launch_variant chose for 64-row tiles,
+ * coarse units run as their fine halves (the same bits, pair_units); the activations laid out in the
+ * workspace after the partials. cudaErrorNotSupported (nothing launched) where the workspace cannot hold
+ * both: the caller runs PIPE or STEP instead, which give the same bits. */
+template <int ENC>
+cudaError_t launch_wg(mma_params p, size_t partial_floats, cudaStream_t s)
+{
+    if (p.half > 0) {
+        p.cps = p.half;
+        p.splits = (p.chunks + p.cps - 1) / p.cps;
+        p.pairs = 1;
+        p.half = 0;
+    }
+    const size_t mstride = p.m < kWgRows ? (size_t)p.m : (size_t)kWgRows;
+    const size_t part_bytes = ((size_t)p.mtiles * p.strips * p.splits * mstride * 16 * sizeof(float) + 255) / 256 * 256;
+    const size_t a_bytes = (size_t)p.mtiles * p.chunks * kWgChunkA;
+    if (part_bytes + a_bytes > partial_floats * sizeof(float)) return cudaErrorNotSupported;
+    uint8_t *a_laid = reinterpret_cast<uint8_t *>(p.partials) + part_bytes;
+    const size_t pieces = a_bytes / 16;
+    wg_stage_a<ENC><<<(unsigned)((pieces + 255) / 256), 256, 0, s>>>(p, reinterpret_cast<uint4 *>(a_laid));
+    const long long grid = (long long)strip_groups(p.strips) * p.splits * p.mtiles;
+    mma_kernel_wg<ENC><<<(unsigned)grid, kWgThreads, wg_config<ENC>::bytes, s>>>(p, a_laid);
+    return cudaGetLastError();
 }
 
 /* Launch one variant: its setup once per device, then the grid of (strip group, split, M tile) with the
@@ -280,6 +319,19 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         p.cps = (p.chunks + splits - 1) / splits;
         p.splits = (p.chunks + p.cps - 1) / p.cps;
     }
+    /* The WG variant for 64-row tiles where the division has no coarse units (tall pairs' coarse units
+     * run as their fine halves there, twice the CTAs). On the H200 (BENCHMARKS.md, fifteenth session) it
+     * ran M = 33 and 64 1-26% faster than PIPE on every default shape (NVFP4 (8192, 28672) M = 64 123.1 ->
+     * 105.0 us), and M = 100..128 12-21% faster where there are no coarse units, but up to 22% slower
+     * than PIPE's coarse units ((14336, 4096) M = 128 68.9 -> 88.3). QMM_CUDA_WG (a knob for tests and
+     * benchmarks, not for use): 0 off, 2 also where there are coarse units. Either way the bits are
+     * those of PIPE. */
+    static const int wg_knob = knob_int("QMM_CUDA_WG", 1);
+    if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4))
+        if (lim.wg_ok && (wg_knob == 2 || (wg_knob == 1 && p.half == 0))) {
+            const cudaError_t we = launch_wg<ENC>(p, partial_floats, s);
+            if (we != cudaErrorNotSupported) return we;
+        }
     const long long grid = (long long)strip_groups(p.strips) * p.splits * p.mtiles;
     const int srows = whole_rows(cfg::rows, p.m < cfg::rows ? p.m : cfg::rows);
     const size_t whole = (size_t)cfg::planes * srows * (size_t)whole_stride(p.cps * enc_traits<ENC>::tile_k) * 4;

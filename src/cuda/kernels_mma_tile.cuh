@@ -11,8 +11,9 @@
  *
  * Contents, in order: kPow2Shifts and mma_params; the kernel-side encodings (kEncFp8Half,
  * kEncNvfp4Half, kEncMxfp4Half), enc_traits, mma_w and load_scales; lo_lo / hi_hi; the E2M1 decode
- * (shl, shr, e2m1_decode, its fp16 form e2m1_decode_f16, nvfp4_factor2_lo / hi for both forms);
- * compute_tile_b. */
+ * (shl, shr, e2m1_decode, its fp16 form e2m1_decode_f16, nvfp4_factor2_lo / hi for both forms); a
+ * tile's block factors (factors_of) and one k-tile's A fragment (decode_ktile), which the WG variant
+ * (kernels_mma_wg.cuh) shares; compute_tile_b. */
 #ifndef QMM_CUDA_KERNELS_MMA_TILE_CUH
 #define QMM_CUDA_KERNELS_MMA_TILE_CUH
 
@@ -167,6 +168,72 @@ __device__ __forceinline__ uint32_t nvfp4_factor2_hi(const mma_params &p, uint32
     return shr<F16 ? 1 : 4>(p, u & 0xff00ff00u) + (F16 ? QMM__NVFP4_FACTOR_BIAS16 : QMM__NVFP4_FACTOR_BIAS);
 }
 
+/* The block factors of one tile from this lane's scale codes (none for FP8). NVFP4: x0, x1 of row g for
+ * k-tiles (0, 2) and (1, 3), y0, y1 the same of row g + 8; MXFP4: x0, x1 the (row g, row g + 8) factors
+ * of the first and the second 32-column block. */
+struct tile_factors {
+    uint32_t x0, x1, y0, y1;
+};
+template <int ENC>
+__device__ __forceinline__ tile_factors factors_of(const mma_params &p, uint2 sc)
+{
+    tile_factors f = {0, 0, 0, 0};
+    if constexpr (is_nvfp4(ENC)) {
+        f.x0 = nvfp4_factor2_lo<is_half(ENC)>(p, sc.x);
+        f.x1 = nvfp4_factor2_hi<is_half(ENC)>(p, sc.x);
+        f.y0 = nvfp4_factor2_lo<is_half(ENC)>(p, sc.y);
+        f.y1 = nvfp4_factor2_hi<is_half(ENC)>(p, sc.y);
+    } else if constexpr (ENC == QMM__ENC_MXFP4) {
+        f.x0 = qmm__mxfp4_factor2(sc.x & 0x00ff00ffu, p.mx_bias);
+        f.x1 = qmm__mxfp4_factor2((sc.x >> 8) & 0x00ff00ffu, p.mx_bias);
+    } else if constexpr (ENC == kEncMxfp4Half) {
+        /* qmm__mxfp4_factor2_f16: ((u >> 8) & 0x00ff00ff) * 1024 is (u & 0xff00ff00) * 4 modulo 2^32, and
+         * modulo 2^32 is all the factors need */
+        f.x0 = shl<10>(p, sc.x & 0x00ff00ffu) + p.mx_bias;
+        f.x1 = shl<2>(p, sc.x & 0xff00ff00u) + p.mx_bias;
+    }
+    return f;
+}
+
+/* The A fragment of k-tile j (0 .. 3) of a tile whose lane words are w: decoded, times its block factors
+ * (the layout of mma.m16n8k16's A, which is also a warp's part of wgmma's register A). */
+template <int ENC>
+__device__ __forceinline__ void decode_ktile(const mma_params &p, const uint32_t (&w)[4], const tile_factors &fc, int j,
+                                             uint32_t (&a)[4])
+{
+    if constexpr (is_fp8(ENC)) {
+        /* two E4M3 codes (bytes 0 and 2 of x) as an fp16 pair times 2^-8, or the exact bf16 pair */
+        auto e4m3x2 = [](uint32_t x) {
+            if constexpr (is_half(ENC)) return qmm__e4m3x2_to_f16x2(x);
+            else return qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(x), QMM__FP8_FACTOR);
+        };
+        const uint32_t w0 = w[2 * j], w1 = w[2 * j + 1];
+        a[0] = e4m3x2(w0);
+        a[1] = e4m3x2(w0 >> 8);
+        a[2] = e4m3x2(w1);
+        a[3] = e4m3x2(w1 >> 8);
+    } else {
+        uint32_t f0, f1;
+        if constexpr (is_nvfp4(ENC)) {
+            f0 = j == 0 ? lo_lo(fc.x0) : j == 1 ? lo_lo(fc.x1) : j == 2 ? hi_hi(fc.x0) : hi_hi(fc.x1);
+            f1 = j == 0 ? lo_lo(fc.y0) : j == 1 ? lo_lo(fc.y1) : j == 2 ? hi_hi(fc.y0) : hi_hi(fc.y1);
+        } else {
+            f0 = j < 2 ? lo_lo(fc.x0) : lo_lo(fc.x1);
+            f1 = j < 2 ? hi_hi(fc.x0) : hi_hi(fc.x1);
+        }
+        auto mul = [](uint32_t x, uint32_t f) {
+            if constexpr (is_half(ENC)) return qmm__f16x2_mul(x, f);
+            else return qmm__bf16x2_mul(x, f);
+        };
+        if constexpr (is_half(ENC)) e2m1_decode_f16(p, w[j], a);
+        else e2m1_decode(p, w[j], a);
+        a[0] = mul(a[0], f0);
+        a[1] = mul(a[1], f1);
+        a[2] = mul(a[2], f0);
+        a[3] = mul(a[3], f1);
+    }
+}
+
 /* One weight tile of this lane against the staged activations: decode the 16 bytes into fragments,
  * multiply by the block factors, and accumulate with NB groups of 8 rows of A. bfetch(nb, gi, plane)
  * gives this lane's B fragments of the tile's 32-column group gi for row group nb (plane 1: the fp16
@@ -178,57 +245,8 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
     static_assert(!(is_half(ENC) && FP16A), "an fp16 decode meets fp16 activations as they are, never split");
     constexpr int groups = enc_traits<ENC>::tile_k / 32; /* 32-column groups: one 16-byte B load each */
     const uint32_t w[4] = {d.x, d.y, d.z, d.w};
-    uint32_t fx0 = 0, fx1 = 0, fy0 = 0, fy1 = 0;
-    if constexpr (is_nvfp4(ENC)) {
-        /* factors of k-tiles (0, 2) and (1, 3), row g (x) and row g + 8 (y) */
-        fx0 = nvfp4_factor2_lo<is_half(ENC)>(p, sc.x);
-        fx1 = nvfp4_factor2_hi<is_half(ENC)>(p, sc.x);
-        fy0 = nvfp4_factor2_lo<is_half(ENC)>(p, sc.y);
-        fy1 = nvfp4_factor2_hi<is_half(ENC)>(p, sc.y);
-    } else if constexpr (ENC == QMM__ENC_MXFP4) {
-        /* (row g, row g + 8) factors of the first and the second 32-column block */
-        fx0 = qmm__mxfp4_factor2(sc.x & 0x00ff00ffu, p.mx_bias);
-        fx1 = qmm__mxfp4_factor2((sc.x >> 8) & 0x00ff00ffu, p.mx_bias);
-    } else if constexpr (ENC == kEncMxfp4Half) {
-        /* qmm__mxfp4_factor2_f16: ((u >> 8) & 0x00ff00ff) * 1024 is (u & 0xff00ff00) * 4 modulo 2^32, and
-         * modulo 2^32 is all the factors need */
-        fx0 = shl<10>(p, sc.x & 0x00ff00ffu) + p.mx_bias;
-        fx1 = shl<2>(p, sc.x & 0xff00ff00u) + p.mx_bias;
-    }
-    /* the A fragment of k-tile j (0 .. 3) of the tile: decoded, times its block factors */
-    auto decode = [&](int j, uint32_t (&a)[4]) {
-        if constexpr (is_fp8(ENC)) {
-            /* two E4M3 codes (bytes 0 and 2 of x) as an fp16 pair times 2^-8, or the exact bf16 pair */
-            auto e4m3x2 = [](uint32_t x) {
-                if constexpr (is_half(ENC)) return qmm__e4m3x2_to_f16x2(x);
-                else return qmm__bf16x2_mul(qmm__e4m3x2_to_bf16x2(x), QMM__FP8_FACTOR);
-            };
-            const uint32_t w0 = w[2 * j], w1 = w[2 * j + 1];
-            a[0] = e4m3x2(w0);
-            a[1] = e4m3x2(w0 >> 8);
-            a[2] = e4m3x2(w1);
-            a[3] = e4m3x2(w1 >> 8);
-        } else {
-            uint32_t f0, f1;
-            if constexpr (is_nvfp4(ENC)) {
-                f0 = j == 0 ? lo_lo(fx0) : j == 1 ? lo_lo(fx1) : j == 2 ? hi_hi(fx0) : hi_hi(fx1);
-                f1 = j == 0 ? lo_lo(fy0) : j == 1 ? lo_lo(fy1) : j == 2 ? hi_hi(fy0) : hi_hi(fy1);
-            } else {
-                f0 = j < 2 ? lo_lo(fx0) : lo_lo(fx1);
-                f1 = j < 2 ? hi_hi(fx0) : hi_hi(fx1);
-            }
-            auto mul = [](uint32_t x, uint32_t f) {
-                if constexpr (is_half(ENC)) return qmm__f16x2_mul(x, f);
-                else return qmm__bf16x2_mul(x, f);
-            };
-            if constexpr (is_half(ENC)) e2m1_decode_f16(p, w[j], a);
-            else e2m1_decode(p, w[j], a);
-            a[0] = mul(a[0], f0);
-            a[1] = mul(a[1], f1);
-            a[2] = mul(a[2], f0);
-            a[3] = mul(a[3], f1);
-        }
-    };
+    const tile_factors fc = factors_of<ENC>(p, sc);
+    auto decode = [&](int j, uint32_t (&a)[4]) { decode_ktile<ENC>(p, w, fc, j, a); };
     /* fp16 A with NB >= 4 (STEP only): both k-tiles of a group decoded first, then the row groups of A
      * in two halves, so only half of the B fragments (hi and lo parts, NB x 4 registers) are live at a
      * time: STEP at 64 rows spilled 308 bytes in one pass, 172 in halves (NVFP4, sm_90a; since a1d76af
