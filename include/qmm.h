@@ -116,8 +116,9 @@ QMM_API uint8_t qmm_fp32_to_e2m1(float x);
 QMM_API float qmm_e2m1_to_fp32(uint8_t code);
 
 /* fp32 -> E8M0 (unsigned power of two 2^(code - 127), code 0..254; 0xFF is NaN), bit-exact with
- * ml_dtypes' float8_e8m0fnu: a normal x = 1.f * 2^e gives code e + 127, plus one when f >= 0.5
- * (ties go up, not to even); an fp32 subnormal gives code 1 when above 2^-127, else code 0; zero,
+ * ml_dtypes' float8_e8m0fnu (0.7 and later): a normal x = 1.f * 2^e gives code e + 127, plus one when
+ * f >= 0.5 (ties go up, not to even); an fp32 subnormal gives code 1 from 1.5 * 2^-127 up, else code 0
+ * (the same rounding; ml_dtypes before 0.7 gave code 1 to everything above 2^-127); zero,
  * negative values, NaN, infinities and values that round past 2^127 give 0xFF. */
 QMM_API uint8_t qmm_fp32_to_e8m0(float x);
 /* E8M0 -> fp32: 2^(code - 127), exact (2^-127 is an fp32 subnormal); 0xFF gives NaN. */

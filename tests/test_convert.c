@@ -194,7 +194,7 @@ static void test_encoders(void)
 static unsigned e8m0_oracle(float x)
 {
     if (!(x > 0.0f) || isinf(x)) return 0xff;
-    if (x < 0x1p-126f) return x > 0x1p-127f ? 1 : 0;
+    if (x < 0x1p-126f) return x >= 0x1.8p-127f ? 1 : 0; /* fp32 subnormals: the same rounding (ml_dtypes 0.7) */
     int e;
     double f = frexp((double)x, &e); /* x = f * 2^e, f in [0.5, 1): floor(log2 x) = e - 1 */
     int code = e - 1 + 127 + (f >= 0.75 ? 1 : 0);
@@ -221,7 +221,8 @@ static void test_e8m0_encoder(void)
               qmm_fp32_to_e8m0(INFINITY) == 0xff && qmm_fp32_to_e8m0(NAN) == 0xff,
           "e8m0 of zero, negatives, infinity and NaN is 0xff");
     CHECK(qmm_fp32_to_e8m0(0x1p127f) == 254 && qmm_fp32_to_e8m0(0x1.8p127f) == 0xff &&
-              qmm_fp32_to_e8m0(0x1p-127f) == 0 && qmm_fp32_to_e8m0(nextafterf(0x1p-127f, 1.0f)) == 1 &&
+              qmm_fp32_to_e8m0(0x1p-127f) == 0 && qmm_fp32_to_e8m0(nextafterf(0x1p-127f, 1.0f)) == 0 &&
+              qmm_fp32_to_e8m0(nextafterf(0x1.8p-127f, 0.0f)) == 0 && qmm_fp32_to_e8m0(0x1.8p-127f) == 1 &&
               qmm_fp32_to_e8m0(0x1p-149f) == 0,
           "e8m0 range ends");
 }

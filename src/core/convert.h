@@ -138,7 +138,7 @@ static inline uint8_t qmm__fp32_to_e8m0(float x)
     uint32_t u = qmm__f32_bits(x);
     uint32_t e = (u >> 23) & 0xffu, m = u & 0x7fffffu;
     if ((u >> 31) || (e == 0 && m == 0) || e == 0xffu) return 0xffu;
-    if (e == 0) return m > 0x400000u ? 1u : 0u; /* fp32 subnormal: as ml_dtypes */
+    if (e == 0) return m >= 0x600000u ? 1u : 0u; /* fp32 subnormal: the nearest of 2^-127 and 2^-126, ties up */
     uint32_t c = e + (m >= 0x400000u ? 1u : 0u);
     return c > 254u ? 0xffu : (uint8_t)c;
 }

@@ -10,7 +10,8 @@ Oracles:
   e4m3  ml_dtypes.float8_e4m3fn(np.clip(x, -448, 448)) for non-NaN (qmm saturates like PTX
         cvt.rn.satfinite); NaN -> 0x7F | sign
   e2m1  ml_dtypes.float4_e2m1fn for non-NaN; NaN -> +-6 (0x7 / 0xF), qmm's documented choice
-  e8m0  ml_dtypes.float8_e8m0fnu, bit for bit, for everything
+  e8m0  ml_dtypes.float8_e8m0fnu (0.7 or later: fp32 subnormals round as normals do), bit for bit,
+        for everything
 """
 
 import ml_dtypes
