@@ -363,6 +363,9 @@ static void test_batch_invariance(void)
     for (int f = 0; f < 4; f++) {
         mm_check_batch_invariance(ctx, formats[f], 300, 3000, 9, 30, "fused 9 vs 30 (16- and 32-row tiles)");
         mm_check_batch_invariance(ctx, formats[f], 200, 2000, 40, 130, "fused 40 vs 130 (one and three 64-row tiles)");
+        /* on sm_90a NVFP4 and MXFP4 run 64-row tiles of bf16 rows by wgmma (the WG variant) and 32-row
+         * tiles by mma.sync (PIPE): the same bits (as "unaligned 12 vs 40" below checks against WHOLE) */
+        mm_check_batch_invariance(ctx, formats[f], 300, 3000, 30, 40, "fused 30 vs 40 (PIPE 32-row tiles, WG)");
         /* the STEP variant: fp16 activations, and bf16 rows that are not 16-byte aligned */
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 1500, 300, 1500, 9, 70, "fused fp16 9 vs 70");
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_BF16, 1503, 300, 1501, 12, 40, "fused unaligned 12 vs 40");
