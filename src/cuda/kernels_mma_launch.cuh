@@ -206,10 +206,10 @@ cudaError_t setup_variant(int dev, variant_limits &lim)
         cudaFuncAttributes wa;
         if (e == cudaSuccess && major == 9 && wg_config<ENC>::bytes <= optin &&
             cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess && wa.ptxVersion == 90) {
-            e = cudaFuncSetAttribute(mma_kernel_wg<ENC>, cudaFuncAttributeMaxDynamicSharedMemorySize, wg_config<ENC>::bytes);
-            lim.wg_ok = e == cudaSuccess;
+            lim.wg_ok = cudaFuncSetAttribute(mma_kernel_wg<ENC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             wg_config<ENC>::bytes) == cudaSuccess;
         }
-        (void)cudaGetLastError(); /* a failed query only leaves the variant off */
+        (void)cudaGetLastError(); /* a failed query or setting only leaves the variant off */
     }
 #endif
     if (e != cudaSuccess) {
