@@ -30,7 +30,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cuda/kernels_mma_tile.cuh"
+#include "cuda/kernels_mma_wg.cuh" /* the library's mbarrier helpers and tile decode */
 #include "wgmma_rs_ops.cuh"
 
 using namespace qmm_mma;
@@ -56,31 +56,11 @@ struct pcfg {
     static constexpr int stage = w_bytes + s_bytes + b_bytes;
 };
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(uint64_t *b, int n)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(b)), "r"(n));
-}
-__device__ __forceinline__ void mbar_expect(uint64_t *b, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t *b)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(b)) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t *b, uint32_t parity)
-{
-    asm volatile("{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(
-                     smem_u32(b)),
-                 "r"(parity)
-                 : "memory");
-}
 __device__ __forceinline__ void bulk_g2s(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
 {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                     smem_u32(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                     wg_smem(dst)),
+                 "l"(src), "r"(bytes), "r"(wg_smem(bar))
                  : "memory");
 }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -95,43 +75,22 @@ __device__ __forceinline__ uint64_t desc_of(uint32_t addr, uint32_t lbo, uint32_
     return (uint64_t)((addr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
 }
 
-/* the A fragments of the tile's four k-tiles, decoded and scaled as compute_tile_b does for NVFP4 / bf16 */
+/* the A fragments of the tile's four k-tiles, decoded and scaled as the library's kernels do (NVFP4, bf16) */
 __device__ __forceinline__ void decode_tile(const mma_params &p, uint4 d, uint2 sc, uint32_t (&a)[4][4])
 {
     const uint32_t w[4] = {d.x, d.y, d.z, d.w};
-    const uint32_t fx0 = nvfp4_factor2_lo<false>(p, sc.x), fx1 = nvfp4_factor2_hi<false>(p, sc.x);
-    const uint32_t fy0 = nvfp4_factor2_lo<false>(p, sc.y), fy1 = nvfp4_factor2_hi<false>(p, sc.y);
+    const tile_factors fc = factors_of<QMM__ENC_NVFP4>(p, sc);
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-        const uint32_t f0 = j == 0 ? lo_lo(fx0) : j == 1 ? lo_lo(fx1) : j == 2 ? hi_hi(fx0) : hi_hi(fx1);
-        const uint32_t f1 = j == 0 ? lo_lo(fy0) : j == 1 ? lo_lo(fy1) : j == 2 ? hi_hi(fy0) : hi_hi(fy1);
-        uint32_t r[4];
-        e2m1_decode(p, w[j], r);
-        a[j][0] = qmm__bf16x2_mul(r[0], f0);
-        a[j][1] = qmm__bf16x2_mul(r[1], f1);
-        a[j][2] = qmm__bf16x2_mul(r[2], f0);
-        a[j][3] = qmm__bf16x2_mul(r[3], f1);
-    }
+    for (int j = 0; j < 4; j++) decode_ktile<QMM__ENC_NVFP4>(p, w, fc, j, a[j]);
 }
 
 /* k-tiles j0, j0 + 1 only (the half-group form) */
 __device__ __forceinline__ void decode_half(const mma_params &p, uint4 d, uint2 sc, int j0, uint32_t (&a)[2][4])
 {
     const uint32_t w[4] = {d.x, d.y, d.z, d.w};
-    const uint32_t fx0 = nvfp4_factor2_lo<false>(p, sc.x), fx1 = nvfp4_factor2_hi<false>(p, sc.x);
-    const uint32_t fy0 = nvfp4_factor2_lo<false>(p, sc.y), fy1 = nvfp4_factor2_hi<false>(p, sc.y);
+    const tile_factors fc = factors_of<QMM__ENC_NVFP4>(p, sc);
 #pragma unroll
-    for (int jj = 0; jj < 2; jj++) {
-        const int j = j0 + jj;
-        const uint32_t f0 = j == 0 ? lo_lo(fx0) : j == 1 ? lo_lo(fx1) : j == 2 ? hi_hi(fx0) : hi_hi(fx1);
-        const uint32_t f1 = j == 0 ? lo_lo(fy0) : j == 1 ? lo_lo(fy1) : j == 2 ? hi_hi(fy0) : hi_hi(fy1);
-        uint32_t r[4];
-        e2m1_decode(p, w[j], r);
-        a[jj][0] = qmm__bf16x2_mul(r[0], f0);
-        a[jj][1] = qmm__bf16x2_mul(r[1], f1);
-        a[jj][2] = qmm__bf16x2_mul(r[2], f0);
-        a[jj][3] = qmm__bf16x2_mul(r[3], f1);
-    }
+    for (int jj = 0; jj < 2; jj++) decode_ktile<QMM__ENC_NVFP4>(p, w, fc, j0 + jj, a[jj]);
 }
 
 struct probe_args {
@@ -151,8 +110,8 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
     const int c0 = split * q.cps, nst = q.cps / CH;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], cf::strips);
+            wg_bar_init(&full[s], 1);
+            wg_bar_init(&empty[s], cf::strips);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -160,9 +119,9 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
     if (warp == cf::strips) { /* producer */
         for (int i = 0; i < nst; i++) {
             const int s = i % S, c = c0 + i * CH;
-            if (i >= S) mbar_wait(&empty[s], ((i / S) - 1) & 1);
+            if (i >= S) wg_bar_wait(&empty[s], ((i / S) - 1) & 1);
             uint8_t *st = sm + s * cf::stage;
-            if (lane == 0) mbar_expect(&full[s], cf::stage);
+            if (lane == 0) wg_bar_expect(&full[s], cf::stage);
             __syncwarp();
             for (int ci = lane; ci < 2 * cf::strips + 1; ci += 32) {
                 if (ci < cf::strips) {
@@ -210,9 +169,9 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
         uint32_t hb[4][2][4];
         for (int i = 0; i < nst; i++) {
             const int s = i % S;
-            mbar_wait(&full[s], (i / S) & 1);
+            wg_bar_wait(&full[s], (i / S) & 1);
             const uint8_t *st = sm + s * cf::stage;
-            const uint32_t bsm = smem_u32(st + cf::w_bytes + cf::s_bytes);
+            const uint32_t bsm = wg_smem(st + cf::w_bytes + cf::s_bytes);
             uint4 d;
             uint2 scv;
 #pragma unroll
@@ -224,7 +183,7 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
                 }
                 wg_wait<3>();
                 fence_acc<MT>(acc);
-                if (hh == 3 && i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % S]);
+                if (hh == 3 && i > 0 && lane == 0) wg_bar_arrive(&empty[(i - 1) % S]);
                 decode_half(p, d, scv, 2 * (hh & 1), hb[hh]);
                 wg_fence();
                 fence_acc<MT>(acc);
@@ -240,9 +199,9 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
     } else {
     for (int i = 0; i < nst; i++) {
             const int s = i % S;
-            mbar_wait(&full[s], (i / S) & 1);
+            wg_bar_wait(&full[s], (i / S) & 1);
             const uint8_t *st = sm + s * cf::stage;
-            const uint32_t bsm = smem_u32(st + cf::w_bytes + cf::s_bytes);
+            const uint32_t bsm = wg_smem(st + cf::w_bytes + cf::s_bytes);
             {
                 const uint4 d = *reinterpret_cast<const uint4 *>(st + warp * CH * 512 + lane * 16);
                 const uint2 scv = *reinterpret_cast<const uint2 *>(st + cf::w_bytes + warp * CH * 64 + g * 8);
@@ -251,7 +210,7 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
             issue(a0, bsm);
             wg_wait<1>();
             fence_acc<MT>(acc);
-            if (i > 0 && lane == 0) mbar_arrive(&empty[(i - 1) % S]);
+            if (i > 0 && lane == 0) wg_bar_arrive(&empty[(i - 1) % S]);
             {
                 const uint4 d = *reinterpret_cast<const uint4 *>(st + warp * CH * 512 + 512 + lane * 16);
                 const uint2 scv = *reinterpret_cast<const uint2 *>(st + cf::w_bytes + warp * CH * 64 + 64 + g * 8);

@@ -267,41 +267,19 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
             }
         }
     } else {
-        /* The GEMV (one 8-row group): value by value. The group form above made M = 1 0.3-4.6% slower
-         * on the H200 (NVFP4, four of five shapes) while M = 8 gained up to 10%; M = 1 is the path's
-         * target, so the GEMV keeps this loop (BENCHMARKS.md, fifteenth session). */
+        /* The GEMV (one 8-row group): value by value, in split order (pair mode and tall pairs never
+         * reach it: pair_split and tall_split need NB >= 2). The group form above made M = 1 0.3-4.6%
+         * slower on the H200 (NVFP4, four of five shapes) while M = 8 gained up to 10%; M = 1 is the
+         * path's target, so the GEMV keeps this loop (BENCHMARKS.md, fifteenth session). */
 #pragma unroll 1
-        for (int j = 0; j < NB * 4; j++) {
-            const int mi = 8 * (j >> 2) + 2 * t + (j & 1), r = g + 8 * ((j >> 1) & 1);
+        for (int j = 0; j < 4; j++) {
+            const int mi = 2 * t + (j & 1), r = g + 8 * ((j >> 1) & 1);
             if (mi >= mvalid) continue;
             /* from the first partial on (not 0 + p0, which would turn -0 into +0 where one split stores its
-             * sum directly), two at a time in pair mode */
+             * sum directly) */
             const float *pp = part + mi * 16 + r;
-            float tot;
-            if (p.pairs) {
-                /* eight partials loaded at once, then added. The loop of two loads per turn that this
-                 * replaces was not unrolled by ptxas and waited on one L2 round trip per pair: on the H200,
-                 * tall pairs' fine units at M = 64 ran 6-12% behind the plain split where K is split 5 and 8
-                 * ways, and with this loop they run up to 18% ahead of it ((4096, 14336) NVFP4 62.9 -> 51.8
-                 * us; BENCHMARKS.md, fourteenth session). The plain loop below, which ptxas unrolls 16, 8
-                 * and 4 wide, stays: one eight-wide loop for both sums made the fused path 2-7% slower. */
-                tot = 0.0f;
-                for (int s0 = 0; s0 < p.splits; s0 += 8) {
-                    float v[8];
-#pragma unroll
-                    for (int k = 0; k < 8; k++) v[k] = s0 + k < p.splits ? __ldcg(pp + (s0 + k) * ps) : 0.0f;
-#pragma unroll
-                    for (int k = 0; k < 8; k += 2)
-                        if (s0 + k < p.splits) {
-                            const bool two = s0 + k + 1 < p.splits;
-                            const float pr = two ? v[k] + v[k + 1] : v[k];
-                            tot = s0 + k == 0 ? pr : tot + pr;
-                        }
-                }
-            } else {
-                tot = __ldcg(pp);
-                for (int sp_i = 1; sp_i < p.splits; sp_i++) tot += __ldcg(pp + sp_i * ps);
-            }
+            float tot = __ldcg(pp);
+            for (int sp_i = 1; sp_i < p.splits; sp_i++) tot += __ldcg(pp + sp_i * ps);
             const int n = n0 + 8 * ((j >> 1) & 1);
             if (n < p.n) qmm__epilogue_store(p.e, (size_t)(m0 + mi), (size_t)n, tot);
         }

@@ -66,7 +66,8 @@ __global__ void __launch_bounds__(256) wg_stage_a(mma_params p, uint4 *dst)
     dst[v] = load_a8(p, mtile * kWgRows + ng * 8 + r, c * 64 + kc * 8);
 }
 
-#if QMM_WG_DEVICE
+/* The PTX of the variant (sm_90, wgmma sm_90a): used only by code compiled for it (the kernel below
+ * under QMM_WG_DEVICE, and scripts/probes/wgmma_rs.cu) */
 __device__ __forceinline__ uint32_t wg_smem(const void *ptr) { return (uint32_t)__cvta_generic_to_shared(ptr); }
 __device__ __forceinline__ void wg_bar_init(uint64_t *b, int count)
 {
@@ -129,7 +130,6 @@ __device__ __forceinline__ void wg_mma(float (&d)[32], const uint32_t (&a)[4], u
                    "+f"(d[30]), "+f"(d[31])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
-#endif
 
 /* The WG kernel (see the top of this file). a_laid: wg_stage_a's output. */
 template <int ENC>
@@ -140,9 +140,9 @@ __global__ void __launch_bounds__(kWgThreads, 2) mma_kernel_wg(mma_params p, con
     extern __shared__ __align__(128) uint8_t smem_wg[];
     uint64_t *full = reinterpret_cast<uint64_t *>(smem_wg + kWgStages * cf::stage), *empty = full + kWgStages;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
-    /* the CTA's unit, as unit_of gives it to its warps (the producer takes warp 0's) */
-    const int mtile = blockIdx.x % p.mtiles, rest = blockIdx.x / p.mtiles, split = rest % p.splits;
-    const int strip0 = (rest / p.splits) * kWarps, c0 = split * p.cps, c1 = min(c0 + p.cps, p.chunks);
+    /* the CTA's unit (unit_of; the producer warp's strip is one past the group's last) */
+    const unit_info u = unit_of(p);
+    const int mtile = u.mtile, split = u.split, strip0 = u.strip - warp, c0 = u.c0, c1 = u.c1;
     const int nst = (c1 - c0 + kWgChunks - 1) / kWgChunks;
     if (threadIdx.x == 0) {
         for (int s = 0; s < kWgStages; s++) {
