@@ -366,6 +366,8 @@ static void test_batch_invariance(void)
         /* on sm_90a NVFP4 and MXFP4 run 64-row tiles of bf16 rows by wgmma (the WG variant) and 32-row
          * tiles by mma.sync (PIPE): the same bits (as "unaligned 12 vs 40" below checks against WHOLE) */
         mm_check_batch_invariance(ctx, formats[f], 300, 3000, 30, 40, "fused 30 vs 40 (PIPE 32-row tiles, WG)");
+        /* and the WG variant's 64-row CTAs against its 128-row ones (two M tiles, one wgmma m64n128k16) */
+        mm_check_batch_invariance(ctx, formats[f], 300, 2000, 64, 100, "fused 64 vs 100 (WG 64- and 128-row CTAs)");
         /* the STEP variant: fp16 activations, and bf16 rows that are not 16-byte aligned */
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 1500, 300, 1500, 9, 70, "fused fp16 9 vs 70");
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_BF16, 1503, 300, 1501, 12, 40, "fused unaligned 12 vs 40");
@@ -510,13 +512,18 @@ static void test_bad_inputs(void)
     qmm_context_destroy(other);
 }
 
-/* `test_cuda pairs` (ctest test_cuda_pairs, run with QMM_CUDA_PAIRS=1, and test_cuda_tall, with
- * QMM_CUDA_TALL=2): the paths, long K and batch invariance again with the fused path's pair mode forced
- * onto every weight (off by default), or tall pairs' coarse units onto every M > 64 */
+/* `test_cuda pairs` (ctest test_cuda_pairs, run with QMM_CUDA_PAIRS=1, test_cuda_tall, with
+ * QMM_CUDA_TALL=2, and the WG variant's tests): the paths, long K and batch invariance again with the
+ * fused path's pair mode forced onto every weight (off by default), tall pairs' coarse units onto every
+ * M > 64, or a form of the WG variant. `test_cuda wg` (test_cuda_wgcl1 and _wgcl2, which force the
+ * split of K with QMM_CUDA_SPLITS): the same without long K, whose error bound holds for the default
+ * split only (one or two splits of K = 70001 put every kernel past it, those without WG too: the H200,
+ * sixteenth session, relative errors up to 8.4e-5 against 1e-5, FP8 with fp16 activations included) */
 int main(int argc, char **argv)
 {
-    const int pairs_only = argc > 1 && strcmp(argv[1], "pairs") == 0;
-    harness_begin(pairs_only ? "test_cuda pairs" : "test_cuda");
+    const int wg_only = argc > 1 && strcmp(argv[1], "wg") == 0;
+    const int pairs_only = wg_only || (argc > 1 && strcmp(argv[1], "pairs") == 0);
+    harness_begin(wg_only ? "test_cuda wg" : pairs_only ? "test_cuda pairs" : "test_cuda");
     if (qmm_backend_available(QMM_BACKEND_CUDA) != QMM_OK) {
         printf("test_cuda: skipped: %s\n", qmm_last_error());
         return 77;
@@ -531,7 +538,7 @@ int main(int argc, char **argv)
     test_paths_and_shapes();
     if (!pairs_only) test_types_and_epilogues();
     test_exact_epilogue();
-    test_long_k();
+    if (!wg_only) test_long_k();
     if (!pairs_only) {
         test_chunked_materialize();
         test_raw_encodings();
@@ -544,5 +551,5 @@ int main(int argc, char **argv)
     }
     qmm_context_destroy(ctx);
     qmm_context_destroy(ref);
-    return harness_end(pairs_only ? "test_cuda pairs" : "test_cuda");
+    return harness_end(wg_only ? "test_cuda wg" : pairs_only ? "test_cuda pairs" : "test_cuda");
 }

@@ -292,13 +292,26 @@ struct unit_info {
     bool active;
 };
 
-__device__ __forceinline__ unit_info unit_of(const mma_params &p)
+__device__ __forceinline__ unit_info unit_of(const mma_params &p, int tiles = 1, bool split_fastest = false)
 {
     unit_info u;
-    u.mtile = blockIdx.x % p.mtiles;
-    const int rest = blockIdx.x / p.mtiles;
-    u.split = rest % p.splits;
-    u.strip = (rest / p.splits) * kWarps + (threadIdx.x >> 5);
+    /* tiles > 1 (the WG variant's 128-row CTAs): groups of that many M tiles, u.mtile the group's first;
+     * split_fastest (the WG variant): the splits of one piece of W adjacent (a cluster), then its M groups */
+    const int mgroups = tiles == 1 ? p.mtiles : (p.mtiles + tiles - 1) / tiles;
+    int mg, rest;
+    if (split_fastest) {
+        u.split = blockIdx.x % p.splits;
+        rest = blockIdx.x / p.splits;
+        mg = rest % mgroups;
+        rest /= mgroups;
+    } else {
+        mg = blockIdx.x % mgroups;
+        rest = blockIdx.x / mgroups;
+        u.split = rest % p.splits;
+        rest /= p.splits;
+    }
+    u.mtile = mg * tiles;
+    u.strip = rest * kWarps + (threadIdx.x >> 5);
     u.active = u.strip < p.strips;
     u.c0 = u.split * p.cps;
     u.c1 = min(u.c0 + p.cps, p.chunks);

@@ -166,9 +166,56 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cud
     return cudaLaunchKernelEx(&lc, kernel, p);
 }
 
+/* The WG kernel's launch (kernels_mma_wg.cuh): grid CTAs in clusters of `cluster`, the splits of one
+ * piece of W, which then reduce their sums in distributed shared memory (a cluster of one: the epilogue
+ * from shared memory); cluster 0: no clusters, finish_unit's reduction through the workspace. */
+template <typename Kernel>
+static cudaError_t launch_wg_kernel(Kernel kernel, long long grid, size_t smem, cudaStream_t s, int cluster,
+                                    const mma_params &p, const uint8_t *a_laid)
+{
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = cluster > 0 ? (unsigned)cluster : 1u;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    lc.gridDim = dim3((unsigned)grid);
+    lc.blockDim = dim3(kWgThreads);
+    lc.dynamicSmemBytes = smem;
+    lc.stream = s;
+    lc.attrs = at;
+    lc.numAttrs = 1;
+    return cudaLaunchKernelEx(&lc, kernel, p, a_laid, cluster > 0 ? 1 : 0);
+}
+
+/* The most splits (8, 4 or 2) whose clusters of the WG kernel can be resident on the current device, 1
+ * where none (cudaOccupancyMaxActiveClusters; a failed query leaves clusters off). */
+template <typename Kernel>
+static int wg_cluster_max(Kernel kernel, size_t smem)
+{
+    for (int c = kWgClusterMax; c >= 2; c /= 2) {
+        cudaLaunchConfig_t lc = {};
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeClusterDimension;
+        at[0].val.clusterDim.x = (unsigned)c;
+        at[0].val.clusterDim.y = 1;
+        at[0].val.clusterDim.z = 1;
+        lc.gridDim = dim3((unsigned)c);
+        lc.blockDim = dim3(kWgThreads);
+        lc.dynamicSmemBytes = smem;
+        lc.attrs = at;
+        lc.numAttrs = 1;
+        int n = 0;
+        if (cudaOccupancyMaxActiveClusters(&n, kernel, &lc) == cudaSuccess && n > 0) return c;
+    }
+    (void)cudaGetLastError();
+    return 1;
+}
+
 /* What a variant may use on one device: set up by setup_variant, once per device (launch_variant). */
 struct variant_limits {
-    bool pipe_ok = false, pdl_able = false, wg_ok = false;
+    bool pipe_ok = false, pdl_able = false, wg_ok = false, wg128_ok = false;
+    int wg_cluster[2] = {1, 1}; /* the most splits the WG kernel of 64 and 128 rows reduces in a cluster */
     size_t whole_max = 0;
 };
 
@@ -208,6 +255,11 @@ cudaError_t setup_variant(int dev, variant_limits &lim)
             cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess && wa.ptxVersion == 90) {
             lim.wg_ok = cudaFuncSetAttribute(mma_kernel_wg<ENC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              wg_config<ENC>::bytes) == cudaSuccess;
+            lim.wg128_ok = lim.wg_ok && wg_config<ENC, 128>::bytes <= optin &&
+                           cudaFuncSetAttribute(mma_kernel_wg<ENC, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                wg_config<ENC, 128>::bytes) == cudaSuccess;
+            if (lim.wg_ok) lim.wg_cluster[0] = wg_cluster_max(mma_kernel_wg<ENC, kWgRows>, wg_config<ENC, kWgRows>::bytes);
+            if (lim.wg128_ok) lim.wg_cluster[1] = wg_cluster_max(mma_kernel_wg<ENC, 128>, wg_config<ENC, 128>::bytes);
         }
         (void)cudaGetLastError(); /* a failed query or setting only leaves the variant off */
     }
@@ -227,12 +279,14 @@ cudaError_t setup_variant(int dev, variant_limits &lim)
 }
 
 /* The WG variant (kernels_mma_wg.cuh) with the division of K that launch_variant chose for 64-row tiles,
- * coarse units run as their fine halves (the same bits, pair_units); the activations laid out in the
- * workspace after the partials. cudaErrorNotSupported (nothing launched) where the workspace cannot hold
- * both: the caller runs PIPE or STEP instead, which give the same bits. */
-template <int ENC>
-cudaError_t launch_wg(mma_params p, size_t partial_floats, cudaStream_t s)
+ * coarse units run as their fine halves (the same bits, pair_units), in CTAs of ROWS rows of A (64: one
+ * M tile; 128: two); the activations laid out in the workspace after the partials. cudaErrorNotSupported
+ * (nothing launched) where the workspace cannot hold both: the caller runs PIPE or STEP instead, which
+ * give the same bits. */
+template <int ENC, int ROWS>
+cudaError_t launch_wg(mma_params p, size_t partial_floats, int cluster_max, cudaStream_t s)
 {
+    using cf = wg_config<ENC, ROWS>;
     if (p.half > 0) {
         p.cps = p.half;
         p.splits = (p.chunks + p.cps - 1) / p.cps;
@@ -241,14 +295,27 @@ cudaError_t launch_wg(mma_params p, size_t partial_floats, cudaStream_t s)
     }
     const size_t mstride = p.m < kWgRows ? (size_t)p.m : (size_t)kWgRows;
     const size_t part_bytes = ((size_t)p.mtiles * p.strips * p.splits * mstride * 16 * sizeof(float) + 255) / 256 * 256;
-    const size_t a_bytes = (size_t)p.mtiles * p.chunks * kWgChunkA;
+    const size_t groups = (size_t)(p.mtiles + cf::tiles - 1) / cf::tiles; /* CTAs per (strip group, split) */
+    const size_t a_bytes = groups * p.chunks * cf::chunk_a;
     if (part_bytes + a_bytes > partial_floats * sizeof(float)) return cudaErrorNotSupported;
     uint8_t *a_laid = reinterpret_cast<uint8_t *>(p.partials) + part_bytes;
     const size_t pieces = a_bytes / 16;
-    wg_stage_a<ENC><<<(unsigned)((pieces + 255) / 256), 256, 0, s>>>(p, reinterpret_cast<uint4 *>(a_laid));
-    const long long grid = (long long)strip_groups(p.strips) * p.splits * p.mtiles;
-    mma_kernel_wg<ENC><<<(unsigned)grid, kWgThreads, wg_config<ENC>::bytes, s>>>(p, a_laid);
-    return cudaGetLastError();
+    wg_stage_a<ENC, ROWS><<<(unsigned)((pieces + 255) / 256), 256, 0, s>>>(p, reinterpret_cast<uint4 *>(a_laid));
+    const long long grid = (long long)strip_groups(p.strips) * p.splits * (long long)groups;
+    /* The splits of one piece of W reduced in a cluster (wg_reduce_cluster) where there are two, and for
+     * 128-row CTAs also where there is one (the epilogue from shared memory); elsewhere through the
+     * workspace (finish_unit). Measured on the H200 (NVFP4, BENCHMARKS.md sixteenth session), clusters
+     * against the workspace: two splits ((14336, 4096)) M = 64 37.4 against 49.0 us, M = 128 69.9
+     * against 107.1; one split of 128-row CTAs ((28672, 8192)) M = 65..128 3-8% faster, of 64-row CTAs
+     * 6% slower; but clusters of four, five and eight splits up to 1.45x slower at M <= 64 ((8192,
+     * 28672) M = 64 147.6 against 106.3), for a reason not yet known. QMM_CUDA_WGCL (a knob for tests
+     * and benchmarks, not for use): the largest cluster, 2 by default, up to 8; 0 no clusters. */
+    static const int cl_knob = knob_int("QMM_CUDA_WGCL", 2);
+    const int cl_limit = cl_knob < cluster_max ? cl_knob : cluster_max;
+    const int cluster = p.splits <= cl_limit && (p.splits > 1 || (ROWS > kWgRows && cl_limit > 0)) ? p.splits : 0;
+    const cudaError_t e = launch_wg_kernel(mma_kernel_wg<ENC, ROWS>, grid, cf::bytes, s, cluster, p, a_laid);
+    const cudaError_t last = cudaGetLastError();
+    return e != cudaSuccess ? e : last;
 }
 
 /* Launch one variant: its setup once per device, then the grid of (strip group, split, M tile) with the
@@ -327,11 +394,26 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
      * benchmarks, not for use): 0 off, 2 also where there are coarse units. Either way the bits are
      * those of PIPE. */
     static const int wg_knob = knob_int("QMM_CUDA_WG", 1);
-    if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4))
-        if (lim.wg_ok && (wg_knob == 2 || (wg_knob == 1 && p.half == 0))) {
-            const cudaError_t we = launch_wg<ENC>(p, partial_floats, s);
+    /* Its 128-row CTAs (two M tiles, one wgmma m64n128k16 per k-tile, one CTA per SM) for M = 65..128,
+     * also where the division has coarse units (run as their fine halves), where its fine units are
+     * long (96 chunks or more) or its splits are reduced in a cluster (two or fewer, launch_wg). On the
+     * H200 (NVFP4, BENCHMARKS.md sixteenth session) against 64-row CTAs or PIPE's coarse units: (8192,
+     * 28672) M = 65..128 11-22% faster (M = 65 215.5 -> 167.1 us), (28672, 8192) 6-11%, (14336, 4096)
+     * level; where the fine units are short and many it lost ((4096, 14336), eight splits of 28 chunks:
+     * M = 128 77.0 -> 95.0; (6144, 18432), five of 58: 121.8 -> 136.8), and at M = 192 and 256 on most
+     * shapes. QMM_CUDA_WG128 (a knob for tests and benchmarks, not for use): 0 keeps 64-row CTAs, 2
+     * takes 128-row ones for every M > 64. */
+    static const int wg128_knob = knob_int("QMM_CUDA_WG128", 1);
+    if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4)) {
+        const int wg_cps = p.half > 0 ? p.half : p.cps, wg_splits = (p.chunks + wg_cps - 1) / wg_cps;
+        const bool rows128 = lim.wg128_ok && p.m > kWgRows &&
+                             (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && (wg_cps >= 96 || wg_splits <= 2)));
+        if (lim.wg_ok && (wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || rows128)))) {
+            const cudaError_t we = rows128 ? launch_wg<ENC, 128>(p, partial_floats, lim.wg_cluster[1], s)
+                                           : launch_wg<ENC, kWgRows>(p, partial_floats, lim.wg_cluster[0], s);
             if (we != cudaErrorNotSupported) return we;
         }
+    }
     const long long grid = (long long)strip_groups(p.strips) * p.splits * p.mtiles;
     const int srows = whole_rows(cfg::rows, p.m < cfg::rows ? p.m : cfg::rows);
     const size_t whole = (size_t)cfg::planes * srows * (size_t)whole_stride(p.cps * enc_traits<ENC>::tile_k) * 4;

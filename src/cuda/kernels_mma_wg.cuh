@@ -28,6 +28,8 @@
 #ifndef QMM_CUDA_KERNELS_MMA_WG_CUH
 #define QMM_CUDA_KERNELS_MMA_WG_CUH
 
+#include <cooperative_groups.h>
+
 #include "kernels_mma.cuh"
 
 /* the wgmma code exists only in the sm_90a machine code (arch-specific instructions) */
@@ -39,31 +41,37 @@
 
 namespace qmm_mma {
 
-constexpr int kWgChunks = 2;                  /* chunks per stage */
-constexpr int kWgStages = 3;                  /* stages in the ring: two CTAs per SM */
-constexpr int kWgRows = 64;                   /* rows of A per M tile */
-constexpr int kWgThreads = kThreads + 32;     /* two consumer warpgroups and the producer warp */
-constexpr int kWgChunkA = kWgRows * 64 * 2;   /* bytes of one chunk of one M tile of laid-out A */
+constexpr int kWgChunks = 2;               /* chunks per stage */
+constexpr int kWgRows = 64;                /* rows of A per M tile of the fused path (unit_of, finish_unit) */
+constexpr int kWgThreads = kThreads + 32;  /* two consumer warpgroups and the producer warp */
+constexpr int kWgChunkA = kWgRows * 64 * 2; /* bytes of one chunk of one 64-row M tile of laid-out A */
 
-template <int ENC>
+/* ROWS: rows of A per CTA, the N of its wgmma: 64 (one M tile, two CTAs per SM, three stages) or 128 (two
+ * M tiles, one wgmma m64n128k16 per k-tile, one CTA per SM, four stages) */
+template <int ENC, int ROWS = kWgRows>
 struct wg_config {
     static constexpr int scale_tile = enc_traits<ENC>::scale_tile;
+    static constexpr int tiles = ROWS / kWgRows;  /* M tiles per CTA */
+    static constexpr int stages = ROWS == kWgRows ? 3 : 4;
+    static constexpr int chunk_a = ROWS * 64 * 2; /* bytes of one chunk of laid-out A */
     static constexpr int w_bytes = kWarps * kWgChunks * 512;
     static constexpr int s_bytes = kWarps * kWgChunks * scale_tile;
-    static constexpr int stage = w_bytes + s_bytes + kWgChunks * kWgChunkA;
-    static constexpr int bytes = kWgStages * stage + 2 * kWgStages * 8; /* and the mbarriers */
+    static constexpr int stage = w_bytes + s_bytes + kWgChunks * chunk_a;
+    static constexpr int bytes = stages * stage + 2 * stages * 8; /* and the mbarriers */
 };
 
-/* Lays the 64-row M tiles of A out for the WG kernel: one 16-byte piece (8 columns of one row) per
- * thread; dst holds mtiles * chunks * kWgChunkA bytes. */
-template <int ENC> /* one instance per translation unit (encoding) */
+/* Lays A out for the WG kernel in tiles of ROWS rows: one 16-byte piece (8 columns of one row) per
+ * thread; dst holds ceil(mtiles / (ROWS / 64)) * chunks * ROWS * 128 bytes (p.mtiles counts 64-row
+ * tiles). */
+template <int ENC, int ROWS> /* one instance per translation unit (encoding) */
 __global__ void __launch_bounds__(256) wg_stage_a(mma_params p, uint4 *dst)
 {
-    const size_t v = (size_t)blockIdx.x * 256 + threadIdx.x, per_tile = (size_t)p.chunks * (kWgChunkA / 16);
-    if (v >= per_tile * p.mtiles) return;
-    const int mtile = (int)(v / per_tile), rest = (int)(v % per_tile);
-    const int c = rest / 512, kc = (rest / 64) % 8, ng = (rest / 8) % 8, r = rest % 8;
-    dst[v] = load_a8(p, mtile * kWgRows + ng * 8 + r, c * 64 + kc * 8);
+    constexpr int T = ROWS / kWgRows;
+    const size_t v = (size_t)blockIdx.x * 256 + threadIdx.x, per_tile = (size_t)p.chunks * (ROWS * 8);
+    if (v >= per_tile * ((p.mtiles + T - 1) / T)) return;
+    const int tile = (int)(v / per_tile), rest = (int)(v % per_tile);
+    const int c = rest / (ROWS * 8), kc = (rest / ROWS) % 8, ng = (rest / 8) % (ROWS / 8), r = rest % 8;
+    dst[v] = load_a8(p, tile * ROWS + ng * 8 + r, c * 64 + kc * 8);
 }
 
 /* The PTX of the variant (sm_90, wgmma sm_90a): used only by code compiled for it (the kernel below
@@ -104,48 +112,137 @@ __device__ __forceinline__ uint64_t wg_policy(bool evict_first)
     else asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
     return pol;
 }
-/* the descriptor of a no-swizzle K-major operand at shared address addr (README of the variant above) */
+/* the descriptor of a no-swizzle K-major operand of ROWS rows at shared address addr (the top of this
+ * file): LBO the step between 8-column groups, SBO between 8-row groups */
+template <int ROWS>
 __device__ __forceinline__ uint64_t wg_desc(uint32_t addr)
 {
-    constexpr uint64_t lbo = 1024 >> 4, sbo = 128 >> 4;
+    constexpr uint64_t lbo = (ROWS * 16) >> 4, sbo = 128 >> 4;
     return (uint64_t)((addr & 0x3ffff) >> 4) | (lbo << 16) | (sbo << 32);
 }
 /* the accumulators as operands that the compiler may not move across the asynchronous MMAs */
-__device__ __forceinline__ void wg_fence_acc(float (&d)[32])
+template <int N>
+__device__ __forceinline__ void wg_fence_acc(float (&d)[N])
 {
 #pragma unroll
-    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i])::"memory");
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
-/* D (64 x 64, fp32) += A (64 x 16 bf16, registers) * B (16 x 64 bf16, shared memory, K-major) */
-__device__ __forceinline__ void wg_mma(float (&d)[32], const uint32_t (&a)[4], uint64_t desc)
+/* the operand lists of wg_mma: accumulators d[b .. b + 15] */
+#define QMM_WG_D4(b) "+f"(d[b]), "+f"(d[(b) + 1]), "+f"(d[(b) + 2]), "+f"(d[(b) + 3])
+#define QMM_WG_D16(b) QMM_WG_D4(b), QMM_WG_D4((b) + 4), QMM_WG_D4((b) + 8), QMM_WG_D4((b) + 12)
+/* D (64 x N, fp32) += A (64 x 16 bf16, registers) * B (16 x N bf16, shared memory, K-major), N = 64, 128 */
+template <int N>
+__device__ void wg_mma(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc);
+template <>
+__device__ __forceinline__ void wg_mma<64>(float (&d)[32], const uint32_t (&a)[4], uint64_t desc)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
-                 "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
-                 "%31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                   "+f"(d[30]), "+f"(d[31])
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
+                 "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+                 : QMM_WG_D16(0), QMM_WG_D16(16)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
+template <>
+__device__ __forceinline__ void wg_mma<128>(float (&d)[64], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
+                 "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+                 "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+                 "%56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+                 : QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+#undef QMM_WG_D16
+#undef QMM_WG_D4
 
-/* The WG kernel (see the top of this file). a_laid: wg_stage_a's output. */
-template <int ENC>
-__global__ void __launch_bounds__(kWgThreads, 2) mma_kernel_wg(mma_params p, const uint8_t *a_laid)
+constexpr int kWgClusterMax = 8; /* splits reduced in a cluster at most (the portable cluster size) */
+
+/* The end of a unit by the cluster of its splits (the WG kernel with `cluster`): each CTA puts its
+ * consumer warps' sums in its own shared memory (stg: per warp ROWS / 2 rows of 33 floats, fragment
+ * element by lane, the 33 keeping both the stores and the loads below free of bank conflicts), the
+ * cluster synchronizes, and CTA `rank` of `splits` reduces a share of every strip's 16 x ROWS values:
+ * batches of kB rounds of 32 values, 16 consecutive W rows by 2 rows of A per round (the stores of the
+ * epilogue 32 bytes long), loading the partials of all splits from their CTAs' shared memory
+ * (distributed shared memory) before adding them in split order, or two by two where p.pairs: the
+ * additions of finish_unit, so the bits of the other variants, without a round trip through L2, a
+ * counter or a fence. The caller synchronizes the cluster before and after (no CTA may leave while
+ * another reads its shared memory). */
+template <int ROWS>
+__device__ __forceinline__ void wg_reduce_cluster(const mma_params &p, const float *stg, int splits, int rank, int strip,
+                                                  int mtile)
+{
+    constexpr int E = ROWS / 2, kB = 4, rounds = ROWS / 2; /* 16 * ROWS values, 32 per round */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    /* stg in the shared memory of each CTA of the cluster (32-bit shared::cluster addresses) */
+    uint32_t rem[kWgClusterMax];
+#pragma unroll
+    for (int k = 0; k < kWgClusterMax; k++)
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(rem[k]) : "r"(wg_smem(stg)), "r"(k < splits ? k : 0));
+    const int wbase = warp * E * 33;
+#pragma unroll 1
+    for (int r0 = rank * kB; r0 < rounds; r0 += splits * kB) {
+        float tot[kB];
+        int ml[kB];
+        const int nl = lane & 15, g = nl & 7, ih = nl >> 3;
+#pragma unroll
+        for (int b = 0; b < kB; b++) {
+            ml[b] = (r0 + b) * 2 + (lane >> 4);
+            const int j = ml[b] >> 3, t = (ml[b] & 7) >> 1, il = ml[b] & 1;
+            const int off = wbase + (4 * j + 2 * ih + il) * 33 + 4 * g + t;
+            float v[kWgClusterMax];
+#pragma unroll
+            for (int k = 0; k < kWgClusterMax; k++) {
+                v[k] = 0.0f;
+                if (k < splits)
+                    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v[k]) : "r"(rem[k] + 4u * (uint32_t)off));
+            }
+            /* from the first partial on (not 0 + p0), in split order, or two by two (finish_unit) */
+            float sum = 0.0f;
+            if (p.pairs) {
+#pragma unroll
+                for (int k = 0; k < kWgClusterMax; k += 2)
+                    if (k < splits) {
+                        const float pr = k + 1 < splits ? v[k] + v[k + 1] : v[k];
+                        sum = k == 0 ? pr : sum + pr;
+                    }
+            } else {
+                sum = v[0];
+#pragma unroll
+                for (int k = 1; k < kWgClusterMax; k++)
+                    if (k < splits) sum = sum + v[k];
+            }
+            tot[b] = sum;
+        }
+        const int n = strip * 16 + nl;
+#pragma unroll
+        for (int b = 0; b < kB; b++) {
+            const int m = mtile * kWgRows + ml[b];
+            if (m < p.m && n < p.n) qmm__epilogue_store(p.e, (size_t)m, (size_t)n, tot[b]);
+        }
+    }
+}
+
+/* The WG kernel (see the top of this file): ROWS rows of A per CTA (wg_config). a_laid: wg_stage_a's
+ * output for the same ROWS. */
+template <int ENC, int ROWS = kWgRows>
+__global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
+    mma_kernel_wg(mma_params p, const uint8_t *a_laid, int cluster)
 {
 #if QMM_WG_DEVICE
-    using cf = wg_config<ENC>;
+    using cf = wg_config<ENC, ROWS>;
+    constexpr int kStages = cf::stages, T = cf::tiles;
+    static_assert(kWarps * (ROWS / 2) * 33 * 4 <= kStages * cf::stage, "the cluster reduction's staging fits in the ring");
     extern __shared__ __align__(128) uint8_t smem_wg[];
-    uint64_t *full = reinterpret_cast<uint64_t *>(smem_wg + kWgStages * cf::stage), *empty = full + kWgStages;
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem_wg + kStages * cf::stage), *empty = full + kStages;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
-    /* the CTA's unit (unit_of; the producer warp's strip is one past the group's last) */
-    const unit_info u = unit_of(p);
+    /* the CTA's unit (unit_of over groups of T M tiles, mtile the group's first; the producer warp's
+     * strip is one past the group's last) */
+    const unit_info u = unit_of(p, T, true);
     const int mtile = u.mtile, split = u.split, strip0 = u.strip - warp, c0 = u.c0, c1 = u.c1;
     const int nst = (c1 - c0 + kWgChunks - 1) / kWgChunks;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < kWgStages; s++) {
+        for (int s = 0; s < kStages; s++) {
             wg_bar_init(&full[s], 1);
             wg_bar_init(&empty[s], kWarps);
         }
@@ -156,10 +253,10 @@ __global__ void __launch_bounds__(kWgThreads, 2) mma_kernel_wg(mma_params p, con
         const int nstrips = min(kWarps, p.strips - strip0);
         const uint64_t pol_w = wg_policy(true), pol_a = wg_policy(false);
         for (int i = 0; i < nst; i++) {
-            const int s = i % kWgStages, c = c0 + i * kWgChunks, nch = min(kWgChunks, c1 - c);
-            if (i >= kWgStages) wg_bar_wait(&empty[s], (i / kWgStages - 1) & 1);
+            const int s = i % kStages, c = c0 + i * kWgChunks, nch = min(kWgChunks, c1 - c);
+            if (i >= kStages) wg_bar_wait(&empty[s], (i / kStages - 1) & 1);
             uint8_t *st = smem_wg + s * cf::stage;
-            if (lane == 0) wg_bar_expect(&full[s], (uint32_t)(nstrips * nch * (512 + cf::scale_tile) + nch * kWgChunkA));
+            if (lane == 0) wg_bar_expect(&full[s], (uint32_t)(nstrips * nch * (512 + cf::scale_tile) + nch * cf::chunk_a));
             __syncwarp();
             if (lane < nstrips) {
                 const size_t tile = (size_t)(strip0 + lane) * p.chunks + c;
@@ -168,68 +265,88 @@ __global__ void __launch_bounds__(kWgThreads, 2) mma_kernel_wg(mma_params p, con
                 wg_copy(st + cf::w_bytes + lane * kWgChunks * cf::scale_tile, p.scales + tile * cf::scale_tile,
                         nch * cf::scale_tile, &full[s], pol_w);
             } else if (lane == kWarps) {
-                wg_copy(st + cf::w_bytes + cf::s_bytes, a_laid + ((size_t)mtile * p.chunks + c) * kWgChunkA,
-                        nch * kWgChunkA, &full[s], pol_a);
+                wg_copy(st + cf::w_bytes + cf::s_bytes, a_laid + ((size_t)(mtile / T) * p.chunks + c) * cf::chunk_a,
+                        nch * cf::chunk_a, &full[s], pol_a);
             }
         }
-        return;
     }
     /* consumers: warp w decodes strip strip0 + w (zeros past the last strip: the warpgroup's MMAs need
-     * all four warps) */
+     * all four warps); the producer warp goes on to the end (the synchronizations of `cluster`) */
     const bool active = strip0 + warp < p.strips;
-    float acc[32];
+    float acc[ROWS / 2];
 #pragma unroll
-    for (int i = 0; i < 32; i++) acc[i] = 0.0f;
-    uint32_t a0[4][4], a1[4][4];
-    auto decode = [&](const uint8_t *st, int ch, uint32_t(&a)[4][4]) {
-        if (active) {
-            const uint4 d = *reinterpret_cast<const uint4 *>(st + warp * kWgChunks * 512 + ch * 512 + lane * 16);
-            const uint2 sc = load_scales<ENC>(st + cf::w_bytes + (warp * kWgChunks + ch) * cf::scale_tile +
-                                              g * enc_traits<ENC>::scale_lane);
-            const uint32_t w[4] = {d.x, d.y, d.z, d.w};
-            const tile_factors fc = factors_of<ENC>(p, sc);
+    for (int i = 0; i < ROWS / 2; i++) acc[i] = 0.0f;
+    if (warp < kWarps) {
+        uint32_t a0[4][4], a1[4][4];
+        auto decode = [&](const uint8_t *st, int ch, uint32_t(&a)[4][4]) {
+            if (active) {
+                const uint4 d = *reinterpret_cast<const uint4 *>(st + warp * kWgChunks * 512 + ch * 512 + lane * 16);
+                const uint2 sc = load_scales<ENC>(st + cf::w_bytes + (warp * kWgChunks + ch) * cf::scale_tile +
+                                                  g * enc_traits<ENC>::scale_lane);
+                const uint32_t w[4] = {d.x, d.y, d.z, d.w};
+                const tile_factors fc = factors_of<ENC>(p, sc);
 #pragma unroll
-            for (int j = 0; j < 4; j++) decode_ktile<ENC>(p, w, fc, j, a[j]);
-        } else {
+                for (int j = 0; j < 4; j++) decode_ktile<ENC>(p, w, fc, j, a[j]);
+            } else {
 #pragma unroll
-            for (int j = 0; j < 4; j++)
+                for (int j = 0; j < 4; j++)
 #pragma unroll
-                for (int r = 0; r < 4; r++) a[j][r] = 0u;
-        }
-    };
-    auto issue = [&](const uint32_t(&a)[4][4], uint32_t b) {
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-        wg_fence_acc(acc);
-#pragma unroll
-        for (int j = 0; j < 4; j++) wg_mma(acc, a[j], wg_desc(b + j * 2 * 1024));
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        wg_fence_acc(acc);
-    };
-    for (int i = 0; i < nst; i++) {
-        const int s = i % kWgStages, nch = min(kWgChunks, c1 - (c0 + i * kWgChunks));
-        wg_bar_wait(&full[s], (i / kWgStages) & 1);
-        const uint8_t *st = smem_wg + s * cf::stage;
-        const uint32_t b = wg_smem(st + cf::w_bytes + cf::s_bytes);
-        decode(st, 0, a0);
-        issue(a0, b);
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* the stage before is done */
-        wg_fence_acc(acc);
-        if (i > 0 && lane == 0) wg_bar_arrive(&empty[(i - 1) % kWgStages]);
-        if (nch > 1) {
-            decode(st, 1, a1);
-            issue(a1, b + kWgChunkA);
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                    for (int r = 0; r < 4; r++) a[j][r] = 0u;
+            }
+        };
+        auto issue = [&](const uint32_t(&a)[4][4], uint32_t b) {
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
             wg_fence_acc(acc);
+#pragma unroll
+            for (int j = 0; j < 4; j++) wg_mma<ROWS>(acc, a[j], wg_desc<ROWS>(b + j * 2 * (ROWS * 16)));
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            wg_fence_acc(acc);
+        };
+        for (int i = 0; i < nst; i++) {
+            const int s = i % kStages, nch = min(kWgChunks, c1 - (c0 + i * kWgChunks));
+            wg_bar_wait(&full[s], (i / kStages) & 1);
+            const uint8_t *st = smem_wg + s * cf::stage;
+            const uint32_t b = wg_smem(st + cf::w_bytes + cf::s_bytes);
+            decode(st, 0, a0);
+            issue(a0, b);
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* the stage before is done */
+            wg_fence_acc(acc);
+            if (i > 0 && lane == 0) wg_bar_arrive(&empty[(i - 1) % kStages]);
+            if (nch > 1) {
+                decode(st, 1, a1);
+                issue(a1, b + cf::chunk_a);
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                wg_fence_acc(acc);
+            }
         }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        wg_fence_acc(acc);
     }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    wg_fence_acc(acc);
-    /* acc[4 j + e] is the fragment the other variants hold as acc[0][j][e]: W row g (+8 for e >= 2), A row
-     * 8 j + 2 t + (e & 1) of the tile */
-    if (active) finish_unit<8, 1>(p, reinterpret_cast<const float(&)[1][8][4]>(acc), strip0 + warp, split, mtile, kWgRows);
+    /* acc[32 h + 4 j + e] is the fragment the other variants hold as acc[0][j][e] for M tile mtile + h: W
+     * row g (+8 for e >= 2), A row 8 j + 2 t + (e & 1) of that tile; a group's tiles past the last hold
+     * only the zero rows of the layout and are not stored */
+    if (cluster) {
+        /* the splits of this piece of W are the CTAs of one cluster (launch_wg): the ring's memory is free
+         * once every warpgroup's MMAs are complete (and every copy, which the consumers waited for) */
+        float *stg = reinterpret_cast<float *>(smem_wg);
+        __syncthreads();
+        if (warp < kWarps)
+#pragma unroll
+            for (int e = 0; e < ROWS / 2; e++) stg[(warp * (ROWS / 2) + e) * 33 + lane] = acc[e];
+        cooperative_groups::this_cluster().sync();
+        if (warp < kWarps && active) wg_reduce_cluster<ROWS>(p, stg, p.splits, split, strip0 + warp, mtile);
+        cooperative_groups::this_cluster().sync();
+    } else if (warp < kWarps && active) {
+#pragma unroll
+        for (int h = 0; h < T; h++)
+            if (mtile + h < p.mtiles)
+                finish_unit<8, 1>(p, *reinterpret_cast<const float(*)[1][8][4]>(acc + 32 * h), strip0 + warp, split,
+                                  mtile + h, kWgRows);
+    }
 #else
     (void)p;
     (void)a_laid;
+    (void)cluster;
     __trap(); /* never launched: the host checks for sm_90a code first (setup_variant) */
 #endif
 }
