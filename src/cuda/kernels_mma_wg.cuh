@@ -1,30 +1,38 @@
-/* WG variant of the fused path (sm_90a): 64-row tiles of bf16 activations against E2M1 weights (NVFP4,
- * MXFP4) by wgmma with the decoded weights as its register A operand.
+/* WG variant of the fused path (sm_90a): bf16 activations against E2M1 weights (NVFP4, MXFP4) by wgmma
+ * with the decoded weights as its register A operand, in CTAs of 64 or 128 rows of A (ROWS).
  *
  * A CTA of 9 warps owns 8 strips (128 weight rows, two warpgroups of 64) over one unit of K and one
- * 64-row M tile, as in the other variants (unit_of). Warp 8 is the producer: it streams the strips'
- * weight tiles and scales (the prepared layout, README.md) and the M tile's activations into a ring of
- * kWgStages shared-memory stages of kWgChunks chunks, by bulk copies (cp.async.bulk) that complete on
- * the stage's `full` mbarrier; each consumer warp frees a stage on its `empty` mbarrier once the MMAs
- * that read it are complete. Each consumer warp decodes its strip's 16 bytes per lane per tile exactly
- * as the other variants do (decode_ktile) into wgmma's register A fragments (a warp's part of them has
- * mma.m16n8k16's A layout), and its warpgroup issues one wgmma m64n64k16 per k-tile; the next chunk is
- * decoded while the chunk before it multiplies (wgmma.wait_group 1).
+ * group of ROWS / 64 M tiles of 64 rows, as in the other variants (unit_of). Warp 8 is the producer: it
+ * streams the strips' weight tiles and scales (the prepared layout, README.md) and the group's
+ * activations into a ring of shared-memory stages of kWgChunks chunks, by bulk copies (cp.async.bulk)
+ * that complete on the stage's `full` mbarrier; each consumer warp frees a stage on its `empty`
+ * mbarrier once the MMAs that read it are complete. Each consumer warp decodes its strip's 16 bytes per
+ * lane per tile exactly as the other variants do (decode_ktile) into wgmma's register A fragments (a
+ * warp's part of them has mma.m16n8k16's A layout), and its warpgroup issues one wgmma m64nROWSk16 per
+ * k-tile; the next chunk is decoded while the chunk before it multiplies (wgmma.wait_group 1). 64 rows:
+ * two CTAs per SM, three stages; 128 rows: one CTA per SM, four stages, each weight tile decoded once
+ * for both M tiles.
  *
  * The activations are laid out first, by wg_stage_a, into the workspace past the partials in wgmma's
- * no-swizzle K-major order: per M tile and chunk, eight 8-column groups, each of eight 8-row core
- * matrices of 128 bytes (rows past M and columns past K zero). A descriptor's leading byte offset is the
- * step between 8-column groups (1024 bytes), its stride byte offset the step between 8-row groups (128).
+ * no-swizzle K-major order: per ROWS-row tile and chunk, eight 8-column groups, each of ROWS / 8 8-row
+ * core matrices of 128 bytes (rows past M and columns past K zero). A descriptor's leading byte offset
+ * is the step between 8-column groups (ROWS * 16 bytes), its stride byte offset the step between 8-row
+ * groups (128).
+ *
+ * The end of a unit: with one or two splits of K (launch_wg), the splits of one piece of W run as one
+ * thread-block cluster and add their sums through distributed shared memory (wg_reduce_cluster);
+ * otherwise as in the other variants, through partials in the workspace (finish_unit).
  *
  * Bits: with the same unit of K and the same k-tile order per accumulator, wgmma's fp32 sums are those
  * of mma.sync m16n8k16, bit for bit (checked on the H200: scripts/probes/wgmma_rs.cu, 16.7 M partials,
- * none different; and test_cuda's batch invariance against the other variants), so the variant joins the
- * fused path's family without changing any row's bits: same division of K (coarse units run as their
- * fine halves, which sum to the same bits), same split-K reduction and epilogue (finish_unit).
- * On the H200 (BENCHMARKS.md, fifteenth session) it ran M = 33..64 1-26% faster than PIPE on every
- * default shape (NVFP4 (8192, 28672) M = 64 123.1 -> 105.0 us); the standalone probe of the same loop
- * (scripts/probes/wgmma_rs.cu, no epilogue, no layout pass) took 83.5 us there. The launcher
- * (launch_variant) takes it where the division of K has no coarse units. */
+ * none different, at N = 64 and 128; and test_cuda's batch invariance against the other variants), so
+ * the variant joins the fused path's family without changing any row's bits: same division of K (coarse
+ * units run as their fine halves, which sum to the same bits), the same additions of the splits' sums
+ * and the same epilogue. On the H200 (BENCHMARKS.md, fifteenth and sixteenth sessions) 64-row CTAs ran
+ * M = 33..64 1-26% faster than PIPE on every default shape (NVFP4 (8192, 28672) M = 64 123.1 -> 105.0
+ * us), 128-row ones M = 65..128 up to 22% faster than 64-row CTAs or PIPE's coarse units ((8192, 28672)
+ * M = 65 215.5 -> 166.4 us); the standalone probe of the same loop (no epilogue, no layout pass) took
+ * 83.5 and 124.5 us for M = 64 and 128 there. The launcher (launch_variant) says where each runs. */
 #ifndef QMM_CUDA_KERNELS_MMA_WG_CUH
 #define QMM_CUDA_KERNELS_MMA_WG_CUH
 
@@ -237,8 +245,9 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
     uint64_t *full = reinterpret_cast<uint64_t *>(smem_wg + kStages * cf::stage), *empty = full + kStages;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
     /* the CTA's unit (unit_of over groups of T M tiles, mtile the group's first; the producer warp's
-     * strip is one past the group's last) */
-    const unit_info u = unit_of(p, T, true);
+     * strip is one past the group's last): the splits of one piece of W adjacent where they form a
+     * cluster, otherwise its M groups, whose CTAs then read the same weights close together in time */
+    const unit_info u = unit_of(p, T, cluster != 0);
     const int mtile = u.mtile, split = u.split, strip0 = u.strip - warp, c0 = u.c0, c1 = u.c1;
     const int nst = (c1 - c0 + kWgChunks - 1) / kWgChunks;
     if (threadIdx.x == 0) {
