@@ -166,17 +166,22 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cud
     return cudaLaunchKernelEx(&lc, kernel, p);
 }
 
-/* The WG kernel's launch (kernels_mma_wg.cuh): grid CTAs in clusters of `cluster`, the splits of one
- * piece of W, which then reduce their sums in distributed shared memory (a cluster of one: the epilogue
- * from shared memory); cluster 0: no clusters, finish_unit's reduction through the workspace. */
-template <typename Kernel>
-static cudaError_t launch_wg_kernel(Kernel kernel, long long grid, size_t smem, cudaStream_t s, int cluster,
-                                    const mma_params &p, const uint8_t *a_laid)
+/* The WG kernel's launch (kernels_mma_wg.cuh): grid CTAs of kernel<ENC, ROWS, true> in clusters of
+ * `cluster`, the splits of one piece of W, which then reduce their sums in distributed shared memory (a
+ * cluster of one: the epilogue from shared memory); cluster 0: kernel<ENC, ROWS, false> without
+ * clusters, finish_unit's reduction through the workspace. */
+template <int ENC, int ROWS>
+static cudaError_t launch_wg_kernel(long long grid, cudaStream_t s, int cluster, const mma_params &p, const uint8_t *a_laid)
 {
+    constexpr size_t smem = wg_config<ENC, ROWS>::bytes;
+    if (cluster == 0) {
+        mma_kernel_wg<ENC, ROWS, false><<<(unsigned)grid, kWgThreads, smem, s>>>(p, a_laid);
+        return cudaSuccess; /* the caller reads cudaGetLastError */
+    }
     cudaLaunchConfig_t lc = {};
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = cluster > 0 ? (unsigned)cluster : 1u;
+    at[0].val.clusterDim.x = (unsigned)cluster;
     at[0].val.clusterDim.y = 1;
     at[0].val.clusterDim.z = 1;
     lc.gridDim = dim3((unsigned)grid);
@@ -185,7 +190,7 @@ static cudaError_t launch_wg_kernel(Kernel kernel, long long grid, size_t smem, 
     lc.stream = s;
     lc.attrs = at;
     lc.numAttrs = 1;
-    return cudaLaunchKernelEx(&lc, kernel, p, a_laid, cluster > 0 ? 1 : 0);
+    return cudaLaunchKernelEx(&lc, mma_kernel_wg<ENC, ROWS, true>, p, a_laid);
 }
 
 /* The most splits (8, 4 or 2) whose clusters of the WG kernel can be resident on the current device, 1
@@ -210,6 +215,21 @@ static int wg_cluster_max(Kernel kernel, size_t smem)
     }
     (void)cudaGetLastError();
     return 1;
+}
+
+/* The shared-memory limits of the WG kernels of ROWS rows (with and without clusters) raised, and the
+ * largest cluster their clustered form can run (wg_cluster_max, 1 where none); false where the
+ * unclustered form cannot run. */
+template <int ENC, int ROWS>
+static bool wg_setup(int optin, int &cluster_max)
+{
+    constexpr int bytes = wg_config<ENC, ROWS>::bytes;
+    if (bytes > optin || cudaFuncSetAttribute(mma_kernel_wg<ENC, ROWS, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess)
+        return false;
+    cluster_max = cudaFuncSetAttribute(mma_kernel_wg<ENC, ROWS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess
+                      ? wg_cluster_max(mma_kernel_wg<ENC, ROWS, true>, bytes)
+                      : 0;
+    return true;
 }
 
 /* What a variant may use on one device: set up by setup_variant, once per device (launch_variant). */
@@ -253,13 +273,8 @@ cudaError_t setup_variant(int dev, variant_limits &lim)
         cudaFuncAttributes wa;
         if (e == cudaSuccess && major == 9 && wg_config<ENC>::bytes <= optin &&
             cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess && wa.ptxVersion == 90) {
-            lim.wg_ok = cudaFuncSetAttribute(mma_kernel_wg<ENC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             wg_config<ENC>::bytes) == cudaSuccess;
-            lim.wg128_ok = lim.wg_ok && wg_config<ENC, 128>::bytes <= optin &&
-                           cudaFuncSetAttribute(mma_kernel_wg<ENC, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                wg_config<ENC, 128>::bytes) == cudaSuccess;
-            if (lim.wg_ok) lim.wg_cluster[0] = wg_cluster_max(mma_kernel_wg<ENC, kWgRows>, wg_config<ENC, kWgRows>::bytes);
-            if (lim.wg128_ok) lim.wg_cluster[1] = wg_cluster_max(mma_kernel_wg<ENC, 128>, wg_config<ENC, 128>::bytes);
+            lim.wg_ok = wg_setup<ENC, kWgRows>(optin, lim.wg_cluster[0]);
+            lim.wg128_ok = lim.wg_ok && wg_setup<ENC, 128>(optin, lim.wg_cluster[1]);
         }
         (void)cudaGetLastError(); /* a failed query or setting only leaves the variant off */
     }
@@ -313,7 +328,7 @@ cudaError_t launch_wg(mma_params p, size_t partial_floats, int cluster_max, cuda
     static const int cl_knob = knob_int("QMM_CUDA_WGCL", 2);
     const int cl_limit = cl_knob < cluster_max ? cl_knob : cluster_max;
     const int cluster = p.splits <= cl_limit && (p.splits > 1 || (ROWS > kWgRows && cl_limit > 0)) ? p.splits : 0;
-    const cudaError_t e = launch_wg_kernel(mma_kernel_wg<ENC, ROWS>, grid, cf::bytes, s, cluster, p, a_laid);
+    const cudaError_t e = launch_wg_kernel<ENC, ROWS>(grid, s, cluster, p, a_laid);
     const cudaError_t last = cudaGetLastError();
     return e != cudaSuccess ? e : last;
 }

@@ -166,7 +166,7 @@ __device__ __forceinline__ void wg_mma<128>(float (&d)[64], const uint32_t (&a)[
 
 constexpr int kWgClusterMax = 8; /* splits reduced in a cluster at most (the portable cluster size) */
 
-/* The end of a unit by the cluster of its splits (the WG kernel with `cluster`): each CTA puts its
+/* The end of a unit by the cluster of its splits (the WG kernel with CLUSTER): each CTA puts its
  * consumer warps' sums in its own shared memory (stg: per warp ROWS / 2 rows of 33 floats, fragment
  * element by lane, the 33 keeping both the stores and the loads below free of bank conflicts), the
  * cluster synchronizes, and CTA `rank` of `splits` reduces a share of every strip's 16 x ROWS values:
@@ -233,9 +233,9 @@ __device__ __forceinline__ void wg_reduce_cluster(const mma_params &p, const flo
 
 /* The WG kernel (see the top of this file): ROWS rows of A per CTA (wg_config). a_laid: wg_stage_a's
  * output for the same ROWS. */
-template <int ENC, int ROWS = kWgRows>
+template <int ENC, int ROWS = kWgRows, bool CLUSTER = false>
 __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
-    mma_kernel_wg(mma_params p, const uint8_t *a_laid, int cluster)
+    mma_kernel_wg(mma_params p, const uint8_t *a_laid)
 {
 #if QMM_WG_DEVICE
     using cf = wg_config<ENC, ROWS>;
@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
     /* the CTA's unit (unit_of over groups of T M tiles, mtile the group's first; the producer warp's
      * strip is one past the group's last): the splits of one piece of W adjacent where they form a
      * cluster, otherwise its M groups, whose CTAs then read the same weights close together in time */
-    const unit_info u = unit_of(p, T, cluster != 0);
+    const unit_info u = unit_of(p, T, CLUSTER);
     const int mtile = u.mtile, split = u.split, strip0 = u.strip - warp, c0 = u.c0, c1 = u.c1;
     const int nst = (c1 - c0 + kWgChunks - 1) / kWgChunks;
     if (threadIdx.x == 0) {
@@ -278,9 +278,10 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
                         nch * cf::chunk_a, &full[s], pol_a);
             }
         }
+        if constexpr (!CLUSTER) return;
     }
     /* consumers: warp w decodes strip strip0 + w (zeros past the last strip: the warpgroup's MMAs need
-     * all four warps); the producer warp goes on to the end (the synchronizations of `cluster`) */
+     * all four warps); with CLUSTER the producer warp goes on to the end (the synchronizations) */
     const bool active = strip0 + warp < p.strips;
     float acc[ROWS / 2];
 #pragma unroll
@@ -334,7 +335,7 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
     /* acc[32 h + 4 j + e] is the fragment the other variants hold as acc[0][j][e] for M tile mtile + h: W
      * row g (+8 for e >= 2), A row 8 j + 2 t + (e & 1) of that tile; a group's tiles past the last hold
      * only the zero rows of the layout and are not stored */
-    if (cluster) {
+    if constexpr (CLUSTER) {
         /* the splits of this piece of W are the CTAs of one cluster (launch_wg): the ring's memory is free
          * once every warpgroup's MMAs are complete (and every copy, which the consumers waited for) */
         float *stg = reinterpret_cast<float *>(smem_wg);
@@ -355,7 +356,6 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
 #else
     (void)p;
     (void)a_laid;
-    (void)cluster;
     __trap(); /* never launched: the host checks for sm_90a code first (setup_variant) */
 #endif
 }
