@@ -166,6 +166,24 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cud
     return cudaLaunchKernelEx(&lc, kernel, p);
 }
 
+/* The launch configuration of grid CTAs of the WG kernel in clusters of `cluster` (at: its one
+ * attribute, which the configuration points to). */
+static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute &at, long long grid, size_t smem, cudaStream_t s, int cluster)
+{
+    cudaLaunchConfig_t lc = {};
+    at.id = cudaLaunchAttributeClusterDimension;
+    at.val.clusterDim.x = (unsigned)cluster;
+    at.val.clusterDim.y = 1;
+    at.val.clusterDim.z = 1;
+    lc.gridDim = dim3((unsigned)grid);
+    lc.blockDim = dim3(kWgThreads);
+    lc.dynamicSmemBytes = smem;
+    lc.stream = s;
+    lc.attrs = &at;
+    lc.numAttrs = 1;
+    return lc;
+}
+
 /* The WG kernel's launch (kernels_mma_wg.cuh): grid CTAs of kernel<ENC, ROWS, true> in clusters of
  * `cluster`, the splits of one piece of W, which then reduce their sums in distributed shared memory (a
  * cluster of one: the epilogue from shared memory); cluster 0: kernel<ENC, ROWS, false> without
@@ -178,18 +196,8 @@ static cudaError_t launch_wg_kernel(long long grid, cudaStream_t s, int cluster,
         mma_kernel_wg<ENC, ROWS, false><<<(unsigned)grid, kWgThreads, smem, s>>>(p, a_laid);
         return cudaSuccess; /* the caller reads cudaGetLastError */
     }
-    cudaLaunchConfig_t lc = {};
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = (unsigned)cluster;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    lc.gridDim = dim3((unsigned)grid);
-    lc.blockDim = dim3(kWgThreads);
-    lc.dynamicSmemBytes = smem;
-    lc.stream = s;
-    lc.attrs = at;
-    lc.numAttrs = 1;
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t lc = wg_cluster_config(at, grid, smem, s, cluster);
     return cudaLaunchKernelEx(&lc, mma_kernel_wg<ENC, ROWS, true>, p, a_laid);
 }
 
@@ -199,17 +207,8 @@ template <typename Kernel>
 static int wg_cluster_max(Kernel kernel, size_t smem)
 {
     for (int c = kWgClusterMax; c >= 2; c /= 2) {
-        cudaLaunchConfig_t lc = {};
-        cudaLaunchAttribute at[1];
-        at[0].id = cudaLaunchAttributeClusterDimension;
-        at[0].val.clusterDim.x = (unsigned)c;
-        at[0].val.clusterDim.y = 1;
-        at[0].val.clusterDim.z = 1;
-        lc.gridDim = dim3((unsigned)c);
-        lc.blockDim = dim3(kWgThreads);
-        lc.dynamicSmemBytes = smem;
-        lc.attrs = at;
-        lc.numAttrs = 1;
+        cudaLaunchAttribute at;
+        const cudaLaunchConfig_t lc = wg_cluster_config(at, c, smem, 0, c);
         int n = 0;
         if (cudaOccupancyMaxActiveClusters(&n, kernel, &lc) == cudaSuccess && n > 0) return c;
     }
