@@ -217,8 +217,8 @@ static int wg_cluster_max(Kernel kernel, size_t smem)
 }
 
 /* The shared-memory limits of the WG kernels of ROWS rows (with and without clusters) raised, and the
- * largest cluster their clustered form can run (wg_cluster_max, 1 where none); false where the
- * unclustered form cannot run. */
+ * largest cluster their clustered form can run (wg_cluster_max: 1 where only one CTA, 0 where the
+ * clustered form cannot take its shared memory); false where the unclustered form cannot run. */
 template <int ENC, int ROWS>
 static bool wg_setup(int optin, int &cluster_max)
 {
@@ -412,8 +412,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
      * also where the division has coarse units (run as their fine halves), where its fine units are
      * long (96 chunks or more) or its splits are reduced in a cluster (two or fewer, launch_wg). On the
      * H200 (NVFP4, BENCHMARKS.md sixteenth session) against 64-row CTAs or PIPE's coarse units: (8192,
-     * 28672) M = 65..128 11-22% faster (M = 65 215.5 -> 167.1 us), (28672, 8192) 6-11%, (14336, 4096)
-     * level; where the fine units are short and many it lost ((4096, 14336), eight splits of 28 chunks:
+     * 28672) M = 65..128 11-22% faster (M = 65 215.5 -> 166.4 us), (28672, 8192) 6-11%, (14336, 4096)
+     * level to 6% faster; where the fine units are short and many it lost ((4096, 14336), eight splits of 28 chunks:
      * M = 128 77.0 -> 95.0; (6144, 18432), five of 58: 121.8 -> 136.8), and at M = 192 and 256 on most
      * shapes. QMM_CUDA_WG128 (a knob for tests and benchmarks, not for use): 0 keeps 64-row CTAs, 2
      * takes 128-row ones for every M > 64. */
