@@ -405,7 +405,7 @@ static void graph_capture_case(size_t workspace, size_t N, size_t K, size_t M2)
     CHECK_OK(qmm_matmul(g, M1, QMM_DTYPE_BF16, a, K, &w, QMM_DTYPE_FP32, c1, N, NULL));
     CHECK_OK(qmm_matmul(g, M2, QMM_DTYPE_BF16, a, K, &w, QMM_DTYPE_FP32, (char *)c1 + (size_t)M1 * N * 4, N, NULL));
     CHECK_OK(qmm_buffer_read(g, d1, c1, cbytes));
-    /* captured: a GEMV call and a materialize call */
+    /* captured: a GEMV call and a materialize or fused call */
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess, "begin capture");
@@ -429,6 +429,9 @@ static void test_graph_capture(void)
 {
     graph_capture_case(0, 300, 2000, 200);
     graph_capture_case((size_t)3 << 20, 1000, 1100, 600);
+    /* the fused path (M = 100; on sm_90a the WG variant, which launches its layout pass and its kernel,
+     * in clusters where the splits reduce in one: `test_cuda wg` runs this with one and two splits) */
+    graph_capture_case(0, 300, 2000, 100);
 }
 
 /* A second device, after the first has run every kernel variant: the kernels' shared-memory limits are
@@ -516,9 +519,10 @@ static void test_bad_inputs(void)
  * QMM_CUDA_TALL=2, and the WG variant's tests): the paths, long K and batch invariance again with the
  * fused path's pair mode forced onto every weight (off by default), tall pairs' coarse units onto every
  * M > 64, or a form of the WG variant. `test_cuda wg` (test_cuda_wgcl1 and _wgcl2, which force the
- * split of K with QMM_CUDA_SPLITS): the same without long K, whose error bound holds for the default
- * split only (one or two splits of K = 70001 put every kernel past it, those without WG too: the H200,
- * sixteenth session, relative errors up to 8.4e-5 against 1e-5, FP8 with fp16 activations included) */
+ * split of K with QMM_CUDA_SPLITS): the same with graph capture and without long K, whose error bound
+ * holds for the default split only (one or two splits of K = 70001 put every kernel past it, those
+ * without WG too: the H200, sixteenth session, relative errors up to 8.4e-5 against 1e-5, FP8 with fp16
+ * activations included) */
 int main(int argc, char **argv)
 {
     const int wg_only = argc > 1 && strcmp(argv[1], "wg") == 0;
@@ -544,6 +548,7 @@ int main(int argc, char **argv)
         test_raw_encodings();
     }
     test_batch_invariance();
+    if (wg_only) test_graph_capture();
     if (!pairs_only) {
         test_graph_capture();
         test_second_device();
