@@ -321,8 +321,8 @@ cudaError_t launch_wg(mma_params p, size_t partial_floats, int cluster_max, cuda
      * workspace (finish_unit). Measured on the H200 (NVFP4, BENCHMARKS.md sixteenth session), clusters
      * against the workspace: two splits ((14336, 4096)) M = 64 37.4 against 49.0 us, M = 128 69.9
      * against 107.1; one split of 128-row CTAs ((28672, 8192)) M = 65..128 3-8% faster, of 64-row CTAs
-     * 6% slower; but clusters of four, five and eight splits up to 1.45x slower at M <= 64 ((8192,
-     * 28672) M = 64 147.6 against 106.3), for a reason not yet known. QMM_CUDA_WGCL (a knob for tests
+     * 6-7% slower; but clusters of four, five and eight splits up to 1.5x slower at M <= 64 ((8192,
+     * 28672) M = 33 145.6 against 97.4), for a reason not yet known. QMM_CUDA_WGCL (a knob for tests
      * and benchmarks, not for use): the largest cluster, 2 by default, up to 8; 0 no clusters. */
     static const int cl_knob = knob_int("QMM_CUDA_WGCL", 2);
     const int cl_limit = cl_knob < cluster_max ? cl_knob : cluster_max;
