@@ -525,9 +525,10 @@ static void test_bad_inputs(void)
  * activations included) */
 int main(int argc, char **argv)
 {
-    const int wg_only = argc > 1 && strcmp(argv[1], "wg") == 0;
-    const int pairs_only = wg_only || (argc > 1 && strcmp(argv[1], "pairs") == 0);
-    harness_begin(wg_only ? "test_cuda wg" : pairs_only ? "test_cuda pairs" : "test_cuda");
+    const char *mode = argc > 1 ? argv[1] : "";
+    const int wg = strcmp(mode, "wg") == 0, full = !wg && strcmp(mode, "pairs") != 0;
+    const char *name = wg ? "test_cuda wg" : full ? "test_cuda" : "test_cuda pairs";
+    harness_begin(name);
     if (qmm_backend_available(QMM_BACKEND_CUDA) != QMM_OK) {
         printf("test_cuda: skipped: %s\n", qmm_last_error());
         return 77;
@@ -537,24 +538,23 @@ int main(int argc, char **argv)
     o.backend = QMM_BACKEND_REFERENCE;
     CHECK_OK(qmm_context_create(&o, &ref));
     ctx = cuda_context(0, NULL);
-    if (!ref || !ctx) return harness_end("test_cuda");
+    if (!ref || !ctx) return harness_end(name);
     printf("test_cuda: %s\n", qmm_context_describe(ctx));
     test_paths_and_shapes();
-    if (!pairs_only) test_types_and_epilogues();
+    if (full) test_types_and_epilogues();
     test_exact_epilogue();
-    if (!wg_only) test_long_k();
-    if (!pairs_only) {
+    if (!wg) test_long_k();
+    if (full) {
         test_chunked_materialize();
         test_raw_encodings();
     }
     test_batch_invariance();
-    if (wg_only) test_graph_capture();
-    if (!pairs_only) {
-        test_graph_capture();
+    if (full || wg) test_graph_capture();
+    if (full) {
         test_second_device();
         test_bad_inputs();
     }
     qmm_context_destroy(ctx);
     qmm_context_destroy(ref);
-    return harness_end(wg_only ? "test_cuda wg" : pairs_only ? "test_cuda pairs" : "test_cuda");
+    return harness_end(name);
 }

@@ -63,13 +63,6 @@ __device__ __forceinline__ void bulk_g2s(void *dst, const void *src, uint32_t by
                  "l"(src), "r"(bytes), "r"(wg_smem(bar))
                  : "memory");
 }
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wg_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
 __device__ __forceinline__ uint64_t desc_of(uint32_t addr, uint32_t lbo, uint32_t sbo)
 {
     return (uint64_t)((addr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
@@ -148,8 +141,8 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
     uint32_t a0[4][4], a1[4][4];
     auto issue = [&](const uint32_t(&a)[4][4], uint32_t bsm) {
         wg_fence();
-        fence_acc<MT>(acc);
-        if constexpr (CH2) fence_acc<MT>(acc2);
+        wg_fence_acc(acc);
+        if constexpr (CH2) wg_fence_acc(acc2);
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             if constexpr (CH2) {
@@ -160,8 +153,8 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
             }
         }
         wg_commit();
-        fence_acc<MT>(acc);
-        if constexpr (CH2) fence_acc<MT>(acc2);
+        wg_fence_acc(acc);
+        if constexpr (CH2) wg_fence_acc(acc2);
     };
     if constexpr (HALF) {
         /* half groups (two k-tiles each), four register buffers, up to three groups in flight while the
@@ -182,18 +175,18 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
                     scv = *reinterpret_cast<const uint2 *>(st + cf::w_bytes + warp * CH * 64 + ch * 64 + g * 8);
                 }
                 wg_wait<3>();
-                fence_acc<MT>(acc);
+                wg_fence_acc(acc);
                 if (hh == 3 && i > 0 && lane == 0) wg_bar_arrive(&empty[(i - 1) % S]);
                 decode_half(p, d, scv, 2 * (hh & 1), hb[hh]);
                 wg_fence();
-                fence_acc<MT>(acc);
+                wg_fence_acc(acc);
 #pragma unroll
                 for (int jj = 0; jj < 2; jj++) {
                     const int j = 2 * (hh & 1) + jj;
                     wgmma_rs<MT>(acc, hb[hh][jj], desc_of(bsm + ch * cf::b_chunk + j * 2 * (MT / 8) * 128, lbo, sbo));
                 }
                 wg_commit();
-                fence_acc<MT>(acc);
+                wg_fence_acc(acc);
             }
         }
     } else {
@@ -209,7 +202,7 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
             }
             issue(a0, bsm);
             wg_wait<1>();
-            fence_acc<MT>(acc);
+            wg_fence_acc(acc);
             if (i > 0 && lane == 0) wg_bar_arrive(&empty[(i - 1) % S]);
             {
                 const uint4 d = *reinterpret_cast<const uint4 *>(st + warp * CH * 512 + 512 + lane * 16);
@@ -218,13 +211,13 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
             }
             issue(a1, bsm + cf::b_chunk);
             wg_wait<1>();
-            fence_acc<MT>(acc);
+            wg_fence_acc(acc);
         }
     }
     wg_wait<0>();
-    fence_acc<MT>(acc);
+    wg_fence_acc(acc);
     if constexpr (CH2) {
-        fence_acc<MT>(acc2);
+        wg_fence_acc(acc2);
 #pragma unroll
         for (int i = 0; i < MT / 2; i++) acc[i] += acc2[i];
     }

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes wgmma_rs_ops.cuh: the inline-PTX wrappers of wgmma m64nNk16 (A in registers) for the probe."""
+"""Writes wgmma_rs_ops.cuh: the inline-PTX wrappers of wgmma m64nNk16 (A in registers) for the probe
+(its other wgmma helpers, wg_fence_acc and the rest, are the library's, src/cuda/kernels_mma_wg.cuh)."""
 import pathlib
 
 
@@ -15,10 +16,6 @@ def wrappers(n):
                  : {outs}
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }}
-template <> __device__ __forceinline__ void fence_acc<{n}>(float (&d)[{nacc}])
-{{
-    asm volatile("" : {outs} :: "memory");
-}}
 '''
 
 
@@ -26,7 +23,6 @@ head = """/* wgmma m64nNk16 with A in registers (bf16, fp32 accumulators), N = 3
  * scripts/probes/wgmma_rs.cu; written by scripts/probes/wgmma_rs_ops.py */
 #pragma once
 template <int N> __device__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc);
-template <int N> __device__ void fence_acc(float (&d)[N / 2]);
 """
 text = head + "".join(wrappers(n) for n in (64, 128, 32, 256))
 pathlib.Path(__file__).with_name("wgmma_rs_ops.cuh").write_text(text)

@@ -297,7 +297,7 @@ __device__ __forceinline__ unit_info unit_of(const mma_params &p, int tiles = 1,
     unit_info u;
     /* tiles > 1 (the WG variant's 128-row CTAs): groups of that many M tiles, u.mtile the group's first;
      * split_fastest (the WG variant): the splits of one piece of W adjacent (a cluster), then its M groups */
-    const int mgroups = tiles == 1 ? p.mtiles : (p.mtiles + tiles - 1) / tiles;
+    const int mgroups = (p.mtiles + tiles - 1) / tiles;
     int mg, rest;
     if (split_fastest) {
         u.split = blockIdx.x % p.splits;

@@ -264,14 +264,15 @@ cudaError_t setup_variant(int dev, variant_limits &lim)
                                              pipe_config<ENC, 2, 4>::bytes);
             lim.pipe_ok = e == cudaSuccess;
         }
-    /* the WG variant (64-row tiles of bf16 A, E2M1 weights): where this build has sm_90a machine code
-     * (QMM_CUDA_SM90A, from the gencode flags) and the device runs it (sm_90: its kernels report PTX
-     * version 90; a compute_80 PTX that a newer GPU compiles reports 80) */
+    /* the WG variant (bf16 A, E2M1 weights, CTAs of 64 and 128 rows): where this build has sm_90a machine
+     * code (QMM_CUDA_SM90A, from the gencode flags) and the device runs it (sm_90: its kernels report PTX
+     * version 90; a compute_80 PTX that a newer GPU compiles reports 80); wg_setup checks the shared
+     * memory */
 #ifdef QMM_CUDA_SM90A
     if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4)) {
         cudaFuncAttributes wa;
-        if (e == cudaSuccess && major == 9 && wg_config<ENC>::bytes <= optin &&
-            cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess && wa.ptxVersion == 90) {
+        if (e == cudaSuccess && major == 9 && cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess &&
+            wa.ptxVersion == 90) {
             lim.wg_ok = wg_setup<ENC, kWgRows>(optin, lim.wg_cluster[0]);
             lim.wg128_ok = lim.wg_ok && wg_setup<ENC, 128>(optin, lim.wg_cluster[1]);
         }
@@ -292,21 +293,27 @@ cudaError_t setup_variant(int dev, variant_limits &lim)
     return cudaSuccess;
 }
 
-/* The WG variant (kernels_mma_wg.cuh) with the division of K that launch_variant chose for 64-row tiles,
- * coarse units run as their fine halves (the same bits, pair_units), in CTAs of ROWS rows of A (64: one
- * M tile; 128: two); the activations laid out in the workspace after the partials. cudaErrorNotSupported
- * (nothing launched) where the workspace cannot hold both: the caller runs PIPE or STEP instead, which
- * give the same bits. */
-template <int ENC, int ROWS>
-cudaError_t launch_wg(mma_params p, size_t partial_floats, int cluster_max, cudaStream_t s)
+/* The division p with its coarse units as their fine halves (the same bits, pair_units): the WG
+ * variant's, which has no restart at the half. */
+static mma_params fine_units(mma_params p)
 {
-    using cf = wg_config<ENC, ROWS>;
     if (p.half > 0) {
         p.cps = p.half;
         p.splits = (p.chunks + p.cps - 1) / p.cps;
         p.pairs = 1;
         p.half = 0;
     }
+    return p;
+}
+
+/* The WG variant (kernels_mma_wg.cuh) over the division p (fine units: fine_units), in CTAs of ROWS
+ * rows of A (64: one M tile; 128: two); the activations laid out in the workspace after the partials.
+ * cudaErrorNotSupported (nothing launched) where the workspace cannot hold both: the caller runs PIPE or
+ * STEP instead, which give the same bits. */
+template <int ENC, int ROWS>
+cudaError_t launch_wg(const mma_params &p, size_t partial_floats, int cluster_max, cudaStream_t s)
+{
+    using cf = wg_config<ENC, ROWS>;
     const size_t mstride = p.m < kWgRows ? (size_t)p.m : (size_t)kWgRows;
     const size_t part_bytes = ((size_t)p.mtiles * p.strips * p.splits * mstride * 16 * sizeof(float) + 255) / 256 * 256;
     const size_t groups = (size_t)(p.mtiles + cf::tiles - 1) / cf::tiles; /* CTAs per (strip group, split) */
@@ -419,12 +426,12 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
      * takes 128-row ones for every M > 64. */
     static const int wg128_knob = knob_int("QMM_CUDA_WG128", 1);
     if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4)) {
-        const int wg_cps = p.half > 0 ? p.half : p.cps, wg_splits = (p.chunks + wg_cps - 1) / wg_cps;
+        const mma_params f = fine_units(p);
         const bool rows128 = lim.wg128_ok && p.m > kWgRows &&
-                             (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && (wg_cps >= 96 || wg_splits <= 2)));
+                             (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && (f.cps >= 96 || f.splits <= 2)));
         if (lim.wg_ok && (wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || rows128)))) {
-            const cudaError_t we = rows128 ? launch_wg<ENC, 128>(p, partial_floats, lim.wg_cluster[1], s)
-                                           : launch_wg<ENC, kWgRows>(p, partial_floats, lim.wg_cluster[0], s);
+            const cudaError_t we = rows128 ? launch_wg<ENC, 128>(f, partial_floats, lim.wg_cluster[1], s)
+                                           : launch_wg<ENC, kWgRows>(f, partial_floats, lim.wg_cluster[0], s);
             if (we != cudaErrorNotSupported) return we;
         }
     }

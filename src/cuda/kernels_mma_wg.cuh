@@ -52,7 +52,6 @@ namespace qmm_mma {
 constexpr int kWgChunks = 2;               /* chunks per stage */
 constexpr int kWgRows = 64;                /* rows of A per M tile of the fused path (unit_of, finish_unit) */
 constexpr int kWgThreads = kThreads + 32;  /* two consumer warpgroups and the producer warp */
-constexpr int kWgChunkA = kWgRows * 64 * 2; /* bytes of one chunk of one 64-row M tile of laid-out A */
 
 /* ROWS: rows of A per CTA, the N of its wgmma: 64 (one M tile, two CTAs per SM, three stages) or 128 (two
  * M tiles, one wgmma m64n128k16 per k-tile, one CTA per SM, four stages) */
@@ -127,6 +126,15 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr)
 {
     constexpr uint64_t lbo = (ROWS * 16) >> 4, sbo = 128 >> 4;
     return (uint64_t)((addr & 0x3ffff) >> 4) | (lbo << 16) | (sbo << 32);
+}
+/* wgmma's ordering: the fence before a group's first MMA, the end of a group, the wait until at most N
+ * groups are still running */
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 /* the accumulators as operands that the compiler may not move across the asynchronous MMAs */
 template <int N>
@@ -307,11 +315,11 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
             }
         };
         auto issue = [&](const uint32_t(&a)[4][4], uint32_t b) {
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+            wg_fence();
             wg_fence_acc(acc);
 #pragma unroll
             for (int j = 0; j < 4; j++) wg_mma<ROWS>(acc, a[j], wg_desc<ROWS>(b + j * 2 * (ROWS * 16)));
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            wg_commit();
             wg_fence_acc(acc);
         };
         for (int i = 0; i < nst; i++) {
@@ -321,17 +329,17 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
             const uint32_t b = wg_smem(st + cf::w_bytes + cf::s_bytes);
             decode(st, 0, a0);
             issue(a0, b);
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* the stage before is done */
+            wg_wait<1>(); /* the stage before is done */
             wg_fence_acc(acc);
             if (i > 0 && lane == 0) wg_bar_arrive(&empty[(i - 1) % kStages]);
             if (nch > 1) {
                 decode(st, 1, a1);
                 issue(a1, b + cf::chunk_a);
-                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                wg_wait<1>();
                 wg_fence_acc(acc);
             }
         }
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        wg_wait<0>();
         wg_fence_acc(acc);
     }
     /* acc[32 h + 4 j + e] is the fragment the other variants hold as acc[0][j][e] for M tile mtile + h: W
