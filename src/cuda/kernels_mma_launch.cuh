@@ -166,21 +166,26 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cud
     return cudaLaunchKernelEx(&lc, kernel, p);
 }
 
-/* The launch configuration of grid CTAs of the WG kernel in clusters of `cluster` (at: its one
- * attribute, which the configuration points to). */
-static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute &at, long long grid, size_t smem, cudaStream_t s, int cluster)
+/* The launch configuration of grid CTAs of the WG kernel in clusters of `cluster` (at: its two
+ * attributes, which the configuration points to), scheduled by the load-balancing policy: on the H200 it
+ * holds 66 clusters of four 64-row CTAs at once where the default (spread) holds 62, and 83 of three
+ * against 79 (scripts/probes/cluster_occupancy.cu, BENCHMARKS.md seventeenth session). */
+static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute (&at)[2], long long grid, size_t smem, cudaStream_t s,
+                                            int cluster)
 {
     cudaLaunchConfig_t lc = {};
-    at.id = cudaLaunchAttributeClusterDimension;
-    at.val.clusterDim.x = (unsigned)cluster;
-    at.val.clusterDim.y = 1;
-    at.val.clusterDim.z = 1;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)cluster;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    at[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+    at[1].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicyLoadBalancing;
     lc.gridDim = dim3((unsigned)grid);
     lc.blockDim = dim3(kWgThreads);
     lc.dynamicSmemBytes = smem;
     lc.stream = s;
-    lc.attrs = &at;
-    lc.numAttrs = 1;
+    lc.attrs = at;
+    lc.numAttrs = 2;
     return lc;
 }
 
@@ -196,52 +201,55 @@ static cudaError_t launch_wg_kernel(long long grid, cudaStream_t s, int cluster,
         mma_kernel_wg<ENC, ROWS, false><<<(unsigned)grid, kWgThreads, smem, s>>>(p, a_laid);
         return cudaSuccess; /* the caller reads cudaGetLastError */
     }
-    cudaLaunchAttribute at;
+    cudaLaunchAttribute at[2];
     const cudaLaunchConfig_t lc = wg_cluster_config(at, grid, smem, s, cluster);
     return cudaLaunchKernelEx(&lc, mma_kernel_wg<ENC, ROWS, true>, p, a_laid);
 }
 
-/* The most splits (8, 4 or 2) whose clusters of the WG kernel can be resident on the current device, 1
- * where none (cudaOccupancyMaxActiveClusters; a failed query leaves clusters off). */
-template <typename Kernel>
-static int wg_cluster_max(Kernel kernel, size_t smem)
-{
-    for (int c = kWgClusterMax; c >= 2; c /= 2) {
-        cudaLaunchAttribute at;
-        const cudaLaunchConfig_t lc = wg_cluster_config(at, c, smem, 0, c);
-        int n = 0;
-        if (cudaOccupancyMaxActiveClusters(&n, kernel, &lc) == cudaSuccess && n > 0) return c;
-    }
-    (void)cudaGetLastError();
-    return 1;
-}
+/* What the device holds of the WG kernel of one height at once (wg_setup): `slots` CTAs without
+ * clusters, and clusters[c] clusters of c CTAs (c = 1..kWgClusterMax; 0 where it cannot run them). */
+struct wg_room {
+    long long slots = 0;
+    int clusters[kWgClusterMax + 1] = {};
+};
 
-/* The shared-memory limits of the WG kernels of ROWS rows (with and without clusters) raised, and the
- * largest cluster their clustered form can run (wg_cluster_max: 1 where only one CTA, 0 where the
- * clustered form cannot take its shared memory); false where the unclustered form cannot run. */
+/* The shared-memory limits of the WG kernels of ROWS rows (with and without clusters) raised, and what the
+ * device holds of them (room; no clusters where the clustered form cannot take its shared memory or a
+ * query fails); false where the unclustered form cannot run. */
 template <int ENC, int ROWS>
-static bool wg_setup(int optin, int &cluster_max)
+static bool wg_setup(int optin, int sm_count, wg_room &room)
 {
     constexpr int bytes = wg_config<ENC, ROWS>::bytes;
-    if (bytes > optin || cudaFuncSetAttribute(mma_kernel_wg<ENC, ROWS, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess)
+    int per_sm = 0;
+    if (bytes > optin ||
+        cudaFuncSetAttribute(mma_kernel_wg<ENC, ROWS, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mma_kernel_wg<ENC, ROWS, false>, kWgThreads, bytes) != cudaSuccess ||
+        per_sm < 1)
         return false;
-    cluster_max = cudaFuncSetAttribute(mma_kernel_wg<ENC, ROWS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess
-                      ? wg_cluster_max(mma_kernel_wg<ENC, ROWS, true>, bytes)
-                      : 0;
+    room.slots = (long long)per_sm * sm_count;
+    if (cudaFuncSetAttribute(mma_kernel_wg<ENC, ROWS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess)
+        for (int c = 1; c <= kWgClusterMax; c++) {
+            cudaLaunchAttribute at[2];
+            const cudaLaunchConfig_t lc = wg_cluster_config(at, c, bytes, 0, c);
+            int n = 0;
+            if (cudaOccupancyMaxActiveClusters(&n, mma_kernel_wg<ENC, ROWS, true>, &lc) != cudaSuccess) break;
+            room.clusters[c] = n;
+        }
+    (void)cudaGetLastError(); /* a failed query only leaves clusters off */
     return true;
 }
 
 /* What a variant may use on one device: set up by setup_variant, once per device (launch_variant). */
 struct variant_limits {
     bool pipe_ok = false, pdl_able = false, wg_ok = false, wg128_ok = false;
-    int wg_cluster[2] = {1, 1}; /* the most splits the WG kernel of 64 and 128 rows reduces in a cluster */
+    wg_room wg[2]; /* what the device holds of the WG kernel of 64 and 128 rows */
     size_t whole_max = 0;
 };
 
 /* Raises the shared-memory limits of variant (ENC, FP16A, NB)'s kernels on device dev, the current one
  * (cudaFuncSetAttribute acts on the current device only), and reads what the device allows into lim. */
 template <int ENC, bool FP16A, int NB>
-cudaError_t setup_variant(int dev, variant_limits &lim)
+cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
 {
     using cfg = stage_config<ENC, FP16A, NB>;
     /* the shared memory a block may opt into bounds WHOLE's staging and decides whether PIPE can run:
@@ -273,8 +281,8 @@ cudaError_t setup_variant(int dev, variant_limits &lim)
         cudaFuncAttributes wa;
         if (e == cudaSuccess && major == 9 && cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess &&
             wa.ptxVersion == 90) {
-            lim.wg_ok = wg_setup<ENC, kWgRows>(optin, lim.wg_cluster[0]);
-            lim.wg128_ok = lim.wg_ok && wg_setup<ENC, 128>(optin, lim.wg_cluster[1]);
+            lim.wg_ok = wg_setup<ENC, kWgRows>(optin, sm_count, lim.wg[0]);
+            lim.wg128_ok = lim.wg_ok && wg_setup<ENC, 128>(optin, sm_count, lim.wg[1]);
         }
         (void)cudaGetLastError(); /* a failed query or setting only leaves the variant off */
     }
@@ -293,8 +301,7 @@ cudaError_t setup_variant(int dev, variant_limits &lim)
     return cudaSuccess;
 }
 
-/* The division p with its coarse units as their fine halves (the same bits, pair_units): the WG
- * variant's, which has no restart at the half. */
+/* The division p with its coarse units as their fine halves (the same bits, pair_units). */
 static mma_params fine_units(mma_params p)
 {
     if (p.half > 0) {
@@ -306,14 +313,56 @@ static mma_params fine_units(mma_params p)
     return p;
 }
 
-/* The WG variant (kernels_mma_wg.cuh) over the division p (fine units: fine_units), in CTAs of ROWS
- * rows of A (64: one M tile; 128: two); the activations laid out in the workspace after the partials.
- * cudaErrorNotSupported (nothing launched) where the workspace cannot hold both: the caller runs PIPE or
- * STEP instead, which give the same bits. */
+/* The fine units f (fine_units, with pairs) as coarse units of two that restart at the half (the same
+ * bits, pair_units); f itself where it has no pairs. */
+static mma_params coarse_units(mma_params f)
+{
+    if (f.pairs && f.splits >= 2) {
+        f.half = f.cps;
+        f.cps = 2 * f.half;
+        f.splits = (f.chunks + f.cps - 1) / f.cps;
+        f.pairs = 0;
+    }
+    return f;
+}
+
+/* A launch of the WG variant: the division p (fine or coarse units), CTAs of 128 rows or 64, clusters of
+ * `cluster` CTAs (the splits of one piece of W; 0: none) and its waves (wg_plan_of). */
+struct wg_plan {
+    mma_params p;
+    bool rows128;
+    int cluster;
+    long long waves;
+};
+
+/* The WG launch of division q in CTAs of 128 rows or 64 (room: what the device holds of that kernel):
+ * its splits reduced in one cluster (wg_reduce_cluster) where the clusters take no more waves than the
+ * same CTAs without (those of 4, 5 or 8 64-row CTAs that spilled into a second wave were up to 1.5x
+ * slower on the H200: (6144, 18432) M = 33 holds 47 clusters of five, not its 48; BENCHMARKS.md
+ * seventeenth session), up to cl_limit CTAs, and for one split only in 128-row CTAs (the epilogue from
+ * shared memory, 3-8% faster there, 6-7% slower in 64-row ones); elsewhere through the workspace
+ * (finish_unit). Clusters against the workspace on the H200 (sixteenth session): two splits ((14336,
+ * 4096)) M = 64 37.4 against 49.0 us, M = 128 69.9 against 107.1. */
+static wg_plan wg_plan_of(const mma_params &q, bool rows128, const wg_room &room, int cl_limit)
+{
+    const int tiles = rows128 ? 2 : 1, S = q.splits;
+    const long long grid = (long long)strip_groups(q.strips) * S * ((q.mtiles + tiles - 1) / tiles);
+    wg_plan w = {q, rows128, 0, (grid + room.slots - 1) / room.slots};
+    if (S <= cl_limit && S <= kWgClusterMax && room.clusters[S] > 0 && (S > 1 || rows128) &&
+        (grid / S + room.clusters[S] - 1) / room.clusters[S] <= w.waves)
+        w.cluster = S;
+    return w;
+}
+
+/* The WG variant (kernels_mma_wg.cuh) as planned (wg_plan_of), in CTAs of ROWS rows of A (64: one M
+ * tile; 128: two); the activations laid out in the workspace after the partials. cudaErrorNotSupported
+ * (nothing launched) where the workspace cannot hold both: the caller runs PIPE or STEP instead, which
+ * give the same bits. */
 template <int ENC, int ROWS>
-cudaError_t launch_wg(const mma_params &p, size_t partial_floats, int cluster_max, cudaStream_t s)
+cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s)
 {
     using cf = wg_config<ENC, ROWS>;
+    const mma_params &p = w.p;
     const size_t mstride = p.m < kWgRows ? (size_t)p.m : (size_t)kWgRows;
     const size_t part_bytes = ((size_t)p.mtiles * p.strips * p.splits * mstride * 16 * sizeof(float) + 255) / 256 * 256;
     const size_t groups = (size_t)(p.mtiles + cf::tiles - 1) / cf::tiles; /* CTAs per (strip group, split) */
@@ -323,18 +372,7 @@ cudaError_t launch_wg(const mma_params &p, size_t partial_floats, int cluster_ma
     const size_t pieces = a_bytes / 16;
     wg_stage_a<ENC, ROWS><<<(unsigned)((pieces + 255) / 256), 256, 0, s>>>(p, reinterpret_cast<uint4 *>(a_laid));
     const long long grid = (long long)strip_groups(p.strips) * p.splits * (long long)groups;
-    /* The splits of one piece of W reduced in a cluster (wg_reduce_cluster) where there are two, and for
-     * 128-row CTAs also where there is one (the epilogue from shared memory); elsewhere through the
-     * workspace (finish_unit). Measured on the H200 (NVFP4, BENCHMARKS.md sixteenth session), clusters
-     * against the workspace: two splits ((14336, 4096)) M = 64 37.4 against 49.0 us, M = 128 69.9
-     * against 107.1; one split of 128-row CTAs ((28672, 8192)) M = 65..128 3-8% faster, of 64-row CTAs
-     * 6-7% slower; but clusters of four, five and eight splits up to 1.5x slower at M <= 64 ((8192,
-     * 28672) M = 33 145.6 against 97.4), for a reason not yet known. QMM_CUDA_WGCL (a knob for tests
-     * and benchmarks, not for use): the largest cluster, 2 by default, up to 8; 0 no clusters. */
-    static const int cl_knob = knob_int("QMM_CUDA_WGCL", 2);
-    const int cl_limit = cl_knob < cluster_max ? cl_knob : cluster_max;
-    const int cluster = p.splits <= cl_limit && (p.splits > 1 || (ROWS > kWgRows && cl_limit > 0)) ? p.splits : 0;
-    const cudaError_t e = launch_wg_kernel<ENC, ROWS>(grid, s, cluster, p, a_laid);
+    const cudaError_t e = launch_wg_kernel<ENC, ROWS>(grid, s, w.cluster, p, a_laid);
     const cudaError_t last = cudaGetLastError();
     return e != cudaSuccess ? e : last;
 }
@@ -368,12 +406,12 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         if (!t.done.load(std::memory_order_acquire)) {
             std::lock_guard<std::mutex> lock(t.mu);
             if (!t.done.load(std::memory_order_relaxed)) {
-                if ((e = setup_variant<ENC, FP16A, NB>(dev, t.lim)) != cudaSuccess) return e;
+                if ((e = setup_variant<ENC, FP16A, NB>(dev, sm_count, t.lim)) != cudaSuccess) return e;
                 t.done.store(true, std::memory_order_release);
             }
         }
         lim = t.lim;
-    } else if ((e = setup_variant<ENC, FP16A, NB>(dev, lim)) != cudaSuccess) {
+    } else if ((e = setup_variant<ENC, FP16A, NB>(dev, sm_count, lim)) != cudaSuccess) {
         return e;
     }
     const bool pipe_ok = lim.pipe_ok, pdl = pdl_knob && lim.pdl_able;
@@ -425,13 +463,29 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
      * shapes. QMM_CUDA_WG128 (a knob for tests and benchmarks, not for use): 0 keeps 64-row CTAs, 2
      * takes 128-row ones for every M > 64. */
     static const int wg128_knob = knob_int("QMM_CUDA_WG128", 1);
+    /* QMM_CUDA_WGCOARSE (a knob for tests and benchmarks, not for use): 128-row CTAs over coarse units, 1
+     * (default) by the rule below, 2 wherever the fine units have pairs and M > 64, 0 never.
+     * QMM_CUDA_WGCL (the same): the largest cluster, 8 by default; 0 no clusters. */
+    static const int coarse_knob = knob_int("QMM_CUDA_WGCOARSE", 1), cl_knob = knob_int("QMM_CUDA_WGCL", kWgClusterMax);
     if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4)) {
         const mma_params f = fine_units(p);
         const bool rows128 = lim.wg128_ok && p.m > kWgRows &&
                              (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && (f.cps >= 96 || f.splits <= 2)));
-        if (lim.wg_ok && (wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || rows128)))) {
-            const cudaError_t we = rows128 ? launch_wg<ENC, 128>(f, partial_floats, lim.wg_cluster[1], s)
-                                           : launch_wg<ENC, kWgRows>(f, partial_floats, lim.wg_cluster[0], s);
+        wg_plan plan = wg_plan_of(f, rows128, lim.wg[rows128], cl_knob);
+        /* 128-row CTAs over coarse units (two fine splits each, the sum restarting at the half: the same
+         * bits) where their waves times their units' length is no more than the fine plan's: fewer
+         * waves for the same work per SM, half the partials, and a cluster that one wave can hold where
+         * the fine plan's cannot ((8192, 28672) M = 128: 64 clusters of two in one wave against 256
+         * 128-row CTAs in two, for which the device holds only 30 clusters of four) */
+        if (lim.wg128_ok && p.m > kWgRows && wg128_knob != 0 && (coarse_knob == 2 || (coarse_knob == 1 && p.mtiles == 2)) &&
+            f.pairs && f.splits >= 2 &&
+            f.cps % kWgChunks == 0) { /* the restart at a stage's start (mma_kernel_wg) */
+            const wg_plan c = wg_plan_of(coarse_units(f), true, lim.wg[1], cl_knob);
+            if (coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps) plan = c;
+        }
+        if (lim.wg_ok && (wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || plan.rows128)))) {
+            const cudaError_t we = plan.rows128 ? launch_wg<ENC, 128>(plan, partial_floats, s)
+                                                : launch_wg<ENC, kWgRows>(plan, partial_floats, s);
             if (we != cudaErrorNotSupported) return we;
         }
     }

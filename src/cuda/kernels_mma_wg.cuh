@@ -19,15 +19,17 @@
  * is the step between 8-column groups (ROWS * 16 bytes), its stride byte offset the step between 8-row
  * groups (128).
  *
- * The end of a unit: with one or two splits of K (launch_wg), the splits of one piece of W run as one
- * thread-block cluster and add their sums through distributed shared memory (wg_reduce_cluster);
- * otherwise as in the other variants, through partials in the workspace (finish_unit).
+ * The end of a unit: where one wave of clusters holds them (wg_plan_of), the splits of one piece of W
+ * run as one thread-block cluster and add their sums through distributed shared memory
+ * (wg_reduce_cluster); otherwise as in the other variants, through partials in the workspace
+ * (finish_unit). Coarse units (p.half > 0, 128-row CTAs only by the launcher's rule) restart their sum at
+ * the half as PIPE's do (pair_stash, pair_join).
  *
  * Bits: with the same unit of K and the same k-tile order per accumulator, wgmma's fp32 sums are those
  * of mma.sync m16n8k16, bit for bit (checked on the H200: scripts/probes/wgmma_rs.cu, 16.7 M partials,
  * none different, at N = 64 and 128; and test_cuda's batch invariance against the other variants), so
  * the variant joins the fused path's family without changing any row's bits: same division of K (coarse
- * units run as their fine halves, which sum to the same bits), the same additions of the splits' sums
+ * units or their fine halves, which sum to the same bits), the same additions of the splits' sums
  * and the same epilogue. On the H200 (BENCHMARKS.md, fifteenth and sixteenth sessions) 64-row CTAs ran
  * M = 33..64 1-26% faster than PIPE on every default shape (NVFP4 (8192, 28672) M = 64 123.1 -> 105.0
  * us), 128-row ones M = 65..128 up to 22% faster than 64-row CTAs or PIPE's coarse units ((8192, 28672)
@@ -322,25 +324,52 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
             wg_commit();
             wg_fence_acc(acc);
         };
-        for (int i = 0; i < nst; i++) {
-            const int s = i % kStages, nch = min(kWgChunks, c1 - (c0 + i * kWgChunks));
-            wg_bar_wait(&full[s], (i / kStages) & 1);
-            const uint8_t *st = smem_wg + s * cf::stage;
-            const uint32_t b = wg_smem(st + cf::w_bytes + cf::s_bytes);
-            decode(st, 0, a0);
-            issue(a0, b);
-            wg_wait<1>(); /* the stage before is done */
-            wg_fence_acc(acc);
-            if (i > 0 && lane == 0) wg_bar_arrive(&empty[(i - 1) % kStages]);
-            if (nch > 1) {
-                decode(st, 1, a1);
-                issue(a1, b + cf::chunk_a);
-                wg_wait<1>();
+        /* the stages i0 .. i1 - 1 of the unit */
+        auto run = [&](int i0, int i1) {
+            for (int i = i0; i < i1; i++) {
+                const int s = i % kStages, nch = min(kWgChunks, c1 - (c0 + i * kWgChunks));
+                wg_bar_wait(&full[s], (i / kStages) & 1);
+                const uint8_t *st = smem_wg + s * cf::stage;
+                const uint32_t b = wg_smem(st + cf::w_bytes + cf::s_bytes);
+                decode(st, 0, a0);
+                issue(a0, b);
+                wg_wait<1>(); /* the stage before is done */
                 wg_fence_acc(acc);
+                if (i > 0 && lane == 0) wg_bar_arrive(&empty[(i - 1) % kStages]);
+                if (nch > 1) {
+                    decode(st, 1, a1);
+                    issue(a1, b + cf::chunk_a);
+                    wg_wait<1>();
+                    wg_fence_acc(acc);
+                }
             }
+        };
+        /* coarse units (p.half > 0; 128-row CTAs only, over a whole number of stages: launch_variant): the
+         * sum restarts at the half, the first half's sum waiting in the unit's partial slot (pair_stash);
+         * outside the loop, so that ptxas keeps the MMAs asynchronous (zeroing the accumulators inside
+         * it serialized them; in 64-row CTAs the second loop alone did, for want of registers) */
+        const int ih = ROWS > kWgRows && p.half > 0 && c1 - c0 > p.half ? p.half / kWgChunks : nst;
+        run(0, ih);
+        if (ROWS > kWgRows && ih < nst) {
+            wg_wait<0>();
+            wg_fence_acc(acc);
+            if (active)
+#pragma unroll
+                for (int h = 0; h < T; h++)
+                    if (mtile + h < p.mtiles)
+                        pair_stash<8>(p, *reinterpret_cast<float(*)[1][8][4]>(acc + 32 * h), strip0 + warp, split, mtile + h,
+                                      kWgRows);
+#pragma unroll
+            for (int e = 0; e < ROWS / 2; e++) acc[e] = 0.0f;
+            run(ih, nst);
         }
         wg_wait<0>();
         wg_fence_acc(acc);
+        if (ROWS > kWgRows && active && ih < nst) /* the pair: first half + second (pair_join) */
+#pragma unroll
+            for (int h = 0; h < T; h++)
+                if (mtile + h < p.mtiles)
+                    pair_join<8>(p, *reinterpret_cast<float(*)[1][8][4]>(acc + 32 * h), strip0 + warp, split, mtile + h, kWgRows);
     }
     /* acc[32 h + 4 j + e] is the fragment the other variants hold as acc[0][j][e] for M tile mtile + h: W
      * row g (+8 for e >= 2), A row 8 j + 2 t + (e & 1) of that tile; a group's tiles past the last hold
