@@ -44,3 +44,31 @@ extern "C" qmm_test_division qmm_test_tall_split(int nb, int m, int strips, int 
     d.cps = p.cps, d.splits = p.splits, d.pairs = p.pairs, d.half = p.half;
     return d;
 }
+
+extern "C" qmm_test_wg qmm_test_wg_choose(int m, int strips, int chunks, int sm_count, const long long slots[2],
+                                          const int clusters[2][9])
+{
+    mma_params p = {};
+    p.m = m;
+    p.strips = strips;
+    p.chunks = chunks;
+    p.mtiles = (m + kWgRows - 1) / kWgRows;
+    const int tps = stage_config<QMM__ENC_NVFP4, false, 8>::tiles_per_step;
+    if (!tall_split<8>(p, tps, sm_count, (size_t)1 << 40, (size_t)1 << 30, false)) {
+        const int sp = split_for_fused(strips, chunks, tps, sm_count);
+        p.cps = (chunks + sp - 1) / sp;
+        p.splits = (chunks + p.cps - 1) / p.cps;
+        p.pairs = 0, p.half = 0;
+    }
+    variant_limits lim;
+    lim.wg_ok = lim.wg128_ok = true;
+    for (int r = 0; r < 2; r++) {
+        lim.wg[r].slots = slots[r];
+        for (int c = 1; c <= kWgClusterMax; c++) lim.wg[r].clusters[c] = clusters[r][c];
+    }
+    wg_plan plan;
+    qmm_test_wg t;
+    t.taken = wg_choose(p, lim, 1, 1, 1, kWgClusterMax, plan);
+    t.rows128 = plan.rows128, t.cluster = plan.cluster, t.splits = plan.p.splits, t.half = plan.p.half;
+    return t;
+}

@@ -4,7 +4,8 @@
  * splits) are the same for every M and tile height, decided by the shape and the workspace alone, so the
  * fused path stays batch invariant; coarse units only where the kernels can form the pair (tiles of 32
  * or 64 rows, several M tiles). Then the decisions measured on the H200 (132 SMs) for the five default
- * shapes (BENCHMARKS.md, thirteenth and fourteenth sessions). Needs no GPU: no kernel runs. */
+ * shapes (BENCHMARKS.md, thirteenth and fourteenth sessions), and the WG variant's plans there
+ * (seventeenth session). Needs no GPU: no kernel runs. */
 #include "../src/cuda/cuda_internal.h"
 #include "../src/cuda/decode.h"
 #include "cuda_split_host.h"
@@ -91,6 +92,19 @@ static void check_default(int n, int k, int gemv_split, int fused_split, int coa
           coarse256);
 }
 
+/* The WG variant's plan on the H200 (132 SMs; what it holds of the WG kernels, clusters under the
+ * load-balancing policy: scripts/probes/cluster_occupancy.cu, BENCHMARKS.md seventeenth session) for
+ * the default shape (N, K) at M rows: the plans measured fastest there. */
+static void check_wg(int n, int k, int m, int rows128, int cluster, int splits, int half)
+{
+    static const long long slots[2] = {264, 132};
+    static const int clusters[2][9] = {{0, 264, 132, 83, 66, 47, 39, 32, 30}, {0, 132, 66, 39, 30, 22, 17, 15, 15}};
+    const qmm_test_wg t = qmm_test_wg_choose(m, n / 16, ceil_div(k, 64), 132, slots, clusters);
+    CHECK(t.taken && t.rows128 == rows128 && t.cluster == cluster && t.splits == splits && t.half == half,
+          "(%d, %d) M = %d: WG %d, 128 rows %d, cluster %d, %d units, half %d; want WG 1, %d, %d, %d, %d", n, k, m,
+          t.taken, t.rows128, t.cluster, t.splits, t.half, rows128, cluster, splits, half);
+}
+
 int main(void)
 {
     harness_begin("test_cuda_split");
@@ -112,5 +126,18 @@ int main(void)
     check_default(6144, 18432, 0, 5, 0, 0);
     check_default(28672, 8192, 4, 1, 0, 0);
     check_default(8192, 28672, 8, 4, 1, 1);
+    /* (N, K), M, 128-row CTAs, cluster, units, half: clusters only where one wave holds them ((6144,
+     * 18432): 48 clusters of five, 47 held; (4096, 14336): 32 of eight, 30 held), coarse 128-row units
+     * where they take fewer waves for the same work */
+    check_wg(8192, 28672, 64, 0, 4, 4, 0);
+    check_wg(8192, 28672, 128, 1, 2, 2, 112);
+    check_wg(6144, 18432, 64, 0, 0, 5, 0);
+    check_wg(6144, 18432, 128, 0, 0, 5, 0);
+    check_wg(4096, 14336, 64, 0, 0, 8, 0);
+    check_wg(4096, 14336, 128, 1, 0, 4, 28);
+    check_wg(14336, 4096, 64, 0, 2, 2, 0);
+    check_wg(14336, 4096, 128, 1, 1, 1, 32);
+    check_wg(28672, 8192, 64, 0, 0, 1, 0);
+    check_wg(28672, 8192, 128, 1, 1, 1, 0);
     return harness_end("test_cuda_split");
 }

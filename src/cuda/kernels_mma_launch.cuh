@@ -377,6 +377,45 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s)
     return e != cudaSuccess ? e : last;
 }
 
+/* Whether the WG variant runs division p of launch_variant (NVFP4 or MXFP4, bf16 A, NB = 8), and its
+ * plan: the knobs as read there (tests and benchmarks; 1 the default rule for each).
+ * - The WG variant for 64-row tiles where the division has no coarse units (tall pairs' coarse units
+ *   run as their fine halves there, twice the CTAs). On the H200 (BENCHMARKS.md, fifteenth session) it
+ *   ran M = 33 and 64 1-26% faster than PIPE on every default shape (NVFP4 (8192, 28672) M = 64 123.1 ->
+ *   105.0 us), and M = 100..128 12-21% faster where there are no coarse units, but up to 22% slower
+ *   than PIPE's coarse units ((14336, 4096) M = 128 68.9 -> 88.3). wg_knob (QMM_CUDA_WG): 0 off, 2 also
+ *   where there are coarse units. Either way the bits are those of PIPE.
+ * - Its 128-row CTAs (two M tiles, one wgmma m64n128k16 per k-tile, one CTA per SM) for M = 65..128,
+ *   also where the division has coarse units, over its fine units where they are long (96 chunks or
+ *   more) or two or fewer, or over coarse units (below). On the H200 (NVFP4, BENCHMARKS.md sixteenth
+ *   session) against 64-row CTAs or PIPE's coarse units: (8192, 28672) M = 65..128 11-22% faster (M = 65
+ *   215.5 -> 166.4 us), (28672, 8192) 6-11%, (14336, 4096) level to 6% faster; over short and many fine
+ *   units it lost ((4096, 14336), eight splits of 28 chunks: M = 128 77.0 -> 95.0; (6144, 18432), five
+ *   of 58: 121.8 -> 136.8), and at M = 192 and 256 on most shapes. wg128_knob (QMM_CUDA_WG128): 0 keeps
+ *   64-row CTAs, 2 takes 128-row ones for every M > 64.
+ * - 128-row CTAs over coarse units (two fine splits each, the sum restarting at the half: the same bits)
+ *   where their waves times their units' length is no more than the fine plan's: fewer waves for the
+ *   same work per SM, half the partials, and a cluster that one wave can hold where the fine plan's
+ *   cannot ((8192, 28672) M = 128: 64 clusters of two in one wave against 256 128-row CTAs in two, for
+ *   which the H200 holds only 30 clusters of four; 190.4 -> 140.5 us, seventeenth session).
+ *   coarse_knob (QMM_CUDA_WGCOARSE): 2 wherever the fine units have pairs and M > 64, 0 never.
+ * - cl_knob (QMM_CUDA_WGCL): the largest cluster (wg_plan_of), kWgClusterMax by default, 0 none. */
+static bool wg_choose(const mma_params &p, const variant_limits &lim, int wg_knob, int wg128_knob, int coarse_knob, int cl_knob,
+                      wg_plan &plan)
+{
+    if (!lim.wg_ok) return false;
+    const mma_params f = fine_units(p);
+    const bool rows128 = lim.wg128_ok && p.m > kWgRows &&
+                         (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && (f.cps >= 96 || f.splits <= 2)));
+    plan = wg_plan_of(f, rows128, lim.wg[rows128], cl_knob);
+    if (lim.wg128_ok && p.m > kWgRows && wg128_knob != 0 && (coarse_knob == 2 || (coarse_knob == 1 && p.mtiles == 2)) &&
+        f.pairs && f.splits >= 2 && f.cps % kWgChunks == 0 /* the restart at a stage's start (mma_kernel_wg) */) {
+        const wg_plan c = wg_plan_of(coarse_units(f), true, lim.wg[1], cl_knob);
+        if (coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps) plan = c;
+    }
+    return wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || plan.rows128));
+}
+
 /* Launch one variant: its setup once per device, then the grid of (strip group, split, M tile) with the
  * M tiles of one piece of W adjacent. */
 template <int ENC, bool FP16A, int NB>
@@ -445,45 +484,13 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         p.cps = (p.chunks + splits - 1) / splits;
         p.splits = (p.chunks + p.cps - 1) / p.cps;
     }
-    /* The WG variant for 64-row tiles where the division has no coarse units (tall pairs' coarse units
-     * run as their fine halves there, twice the CTAs). On the H200 (BENCHMARKS.md, fifteenth session) it
-     * ran M = 33 and 64 1-26% faster than PIPE on every default shape (NVFP4 (8192, 28672) M = 64 123.1 ->
-     * 105.0 us), and M = 100..128 12-21% faster where there are no coarse units, but up to 22% slower
-     * than PIPE's coarse units ((14336, 4096) M = 128 68.9 -> 88.3). QMM_CUDA_WG (a knob for tests and
-     * benchmarks, not for use): 0 off, 2 also where there are coarse units. Either way the bits are
-     * those of PIPE. */
-    static const int wg_knob = knob_int("QMM_CUDA_WG", 1);
-    /* Its 128-row CTAs (two M tiles, one wgmma m64n128k16 per k-tile, one CTA per SM) for M = 65..128,
-     * also where the division has coarse units (run as their fine halves), where its fine units are
-     * long (96 chunks or more) or its splits are reduced in a cluster (two or fewer, launch_wg). On the
-     * H200 (NVFP4, BENCHMARKS.md sixteenth session) against 64-row CTAs or PIPE's coarse units: (8192,
-     * 28672) M = 65..128 11-22% faster (M = 65 215.5 -> 166.4 us), (28672, 8192) 6-11%, (14336, 4096)
-     * level to 6% faster; where the fine units are short and many it lost ((4096, 14336), eight splits of 28 chunks:
-     * M = 128 77.0 -> 95.0; (6144, 18432), five of 58: 121.8 -> 136.8), and at M = 192 and 256 on most
-     * shapes. QMM_CUDA_WG128 (a knob for tests and benchmarks, not for use): 0 keeps 64-row CTAs, 2
-     * takes 128-row ones for every M > 64. */
-    static const int wg128_knob = knob_int("QMM_CUDA_WG128", 1);
-    /* QMM_CUDA_WGCOARSE (a knob for tests and benchmarks, not for use): 128-row CTAs over coarse units, 1
-     * (default) by the rule below, 2 wherever the fine units have pairs and M > 64, 0 never.
-     * QMM_CUDA_WGCL (the same): the largest cluster, 8 by default; 0 no clusters. */
-    static const int coarse_knob = knob_int("QMM_CUDA_WGCOARSE", 1), cl_knob = knob_int("QMM_CUDA_WGCL", kWgClusterMax);
+    /* QMM_CUDA_WG, _WG128, _WGCOARSE and _WGCL (knobs for tests and benchmarks, not for use; wg_choose
+     * says what each does) */
+    static const int wg_knob = knob_int("QMM_CUDA_WG", 1), wg128_knob = knob_int("QMM_CUDA_WG128", 1),
+                     coarse_knob = knob_int("QMM_CUDA_WGCOARSE", 1), cl_knob = knob_int("QMM_CUDA_WGCL", kWgClusterMax);
     if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4)) {
-        const mma_params f = fine_units(p);
-        const bool rows128 = lim.wg128_ok && p.m > kWgRows &&
-                             (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && (f.cps >= 96 || f.splits <= 2)));
-        wg_plan plan = wg_plan_of(f, rows128, lim.wg[rows128], cl_knob);
-        /* 128-row CTAs over coarse units (two fine splits each, the sum restarting at the half: the same
-         * bits) where their waves times their units' length is no more than the fine plan's: fewer
-         * waves for the same work per SM, half the partials, and a cluster that one wave can hold where
-         * the fine plan's cannot ((8192, 28672) M = 128: 64 clusters of two in one wave against 256
-         * 128-row CTAs in two, for which the device holds only 30 clusters of four) */
-        if (lim.wg128_ok && p.m > kWgRows && wg128_knob != 0 && (coarse_knob == 2 || (coarse_knob == 1 && p.mtiles == 2)) &&
-            f.pairs && f.splits >= 2 &&
-            f.cps % kWgChunks == 0) { /* the restart at a stage's start (mma_kernel_wg) */
-            const wg_plan c = wg_plan_of(coarse_units(f), true, lim.wg[1], cl_knob);
-            if (coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps) plan = c;
-        }
-        if (lim.wg_ok && (wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || plan.rows128)))) {
+        wg_plan plan;
+        if (wg_choose(p, lim, wg_knob, wg128_knob, coarse_knob, cl_knob, plan)) {
             const cudaError_t we = plan.rows128 ? launch_wg<ENC, 128>(plan, partial_floats, s)
                                                 : launch_wg<ENC, kWgRows>(plan, partial_floats, s);
             if (we != cudaErrorNotSupported) return we;
