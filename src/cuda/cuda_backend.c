@@ -59,15 +59,21 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   faster up to M = 128 on every shape (at M = 128 14336 x 4096 NVFP4 69.4 against 80.9 us, 6144 x
  *   18432 144.6 against 150.5, FP8 157.7 against 168.1; before tall pairs only the two shapes of 235 M
  *   elements were); at M = 256 materialize is faster everywhere (14336 x 4096 NVFP4 91.1 against
- *   133.4, 28672 x 8192 364.2 against 393.4). */
+ *   133.4, 28672 x 8192 364.2 against 393.4).
+ * - Fused against materialize past M = 128 on large weights (2026-12-01, seventeenth session, NVFP4,
+ *   main da18925): on the two shapes of 235 M elements fused is faster at M = 160 and 192 (28672 x
+ *   8192: 289.3 against 319.0 and 292.9 against 336.9 us; 8192 x 28672: 265.1 against 329.2, 265.2
+ *   against 338.7), level or slower at 224 and 256; on 6144 x 18432 (113 M elements) slower at 192
+ *   (168.2 against 160.8). So NVFP4 weights of fused_large_elems elements or more take fused up to
+ *   fused_large_max_m; MXFP4 (the same kernels) and FP8 were not measured there and keep 128. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
-    size_t gemv_max_m, fused_max_m;
+    size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m;
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 128},
-    {QMM__ENC_MXFP4, 8, 128},
-    {QMM__ENC_FP8, 8, 128},
+    {QMM__ENC_NVFP4, 8, 128, (size_t)200 << 20, 192},
+    {QMM__ENC_MXFP4, 8, 128, 0, 0},
+    {QMM__ENC_FP8, 8, 128, 0, 0},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
@@ -78,7 +84,8 @@ static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
         if (qmm__cuda_thresholds[i].enc == p->enc) {
             const qmm__cuda_threshold *t = &qmm__cuda_thresholds[i];
             if (m <= t->gemv_max_m) return QMM_PATH_GEMV;
-            return m <= t->fused_max_m ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
+            const bool large = t->fused_large_elems && w->n * w->k >= t->fused_large_elems;
+            return m <= (large ? t->fused_large_max_m : t->fused_max_m) ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
         }
     return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
 }
