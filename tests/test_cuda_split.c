@@ -139,5 +139,10 @@ int main(void)
     check_wg(14336, 4096, 128, 1, 1, 1, 32);
     check_wg(28672, 8192, 64, 0, 0, 1, 0);
     check_wg(28672, 8192, 128, 1, 1, 1, 0);
+    /* four M tiles: coarse 128-row units where they take half the fine plan's waves */
+    check_wg(8192, 28672, 256, 1, 2, 2, 112);
+    check_wg(4096, 14336, 256, 1, 0, 4, 28);
+    check_wg(14336, 4096, 256, 1, 1, 1, 32);
+    check_wg(6144, 18432, 256, 0, 0, 5, 0); /* coarse: three waves against the fine plan's four, twice the work */
     return harness_end("test_cuda_split");
 }

@@ -63,15 +63,18 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  * - Fused against materialize past M = 128 on large weights (2026-12-01, seventeenth session, NVFP4,
  *   main da18925): on the two shapes of 235 M elements fused is faster at M = 160 and 192 (28672 x
  *   8192: 289.3 against 319.0 and 292.9 against 336.9 us; 8192 x 28672: 265.1 against 329.2, 265.2
- *   against 338.7), level or slower at 224 and 256; on 6144 x 18432 (113 M elements) slower at 192
- *   (168.2 against 160.8). So NVFP4 weights of fused_large_elems elements or more take fused up to
- *   fused_large_max_m; MXFP4 (the same kernels) and FP8 were not measured there and keep 128. */
+ *   against 338.7), and at 224 and 256 level or faster on 28672 x 8192 (344.6 against 345.0, 344.8
+ *   against 363.0) and, by the WG variant's coarse units at four M tiles (wg_choose in
+ *   kernels_mma_launch.cuh), on 8192 x 28672 (280.2 against 348.0, 280.6 against 359.5); on 6144 x
+ *   18432 (113 M elements) slower at 192 (168.2 against 160.8). So NVFP4 weights of fused_large_elems
+ *   elements or more take fused up to fused_large_max_m; MXFP4 (the same kernels) and FP8 were not
+ *   measured there and keep 128. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m;
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 128, (size_t)200 << 20, 192},
+    {QMM__ENC_NVFP4, 8, 128, (size_t)200 << 20, 256},
     {QMM__ENC_MXFP4, 8, 128, 0, 0},
     {QMM__ENC_FP8, 8, 128, 0, 0},
 };

@@ -397,7 +397,11 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s)
  *   where their waves times their units' length is no more than the fine plan's: fewer waves for the
  *   same work per SM, half the partials, and a cluster that one wave can hold where the fine plan's
  *   cannot ((8192, 28672) M = 128: 64 clusters of two in one wave against 256 128-row CTAs in two, for
- *   which the H200 holds only 30 clusters of four; 190.4 -> 140.5 us, seventeenth session).
+ *   which the H200 holds only 30 clusters of four; 190.4 -> 140.5 us, seventeenth session). At two
+ *   or four M tiles: at three one 128-row group is half empty, and forced there it lost on every
+ *   default shape; at four (M = 193..256) it beat PIPE's plan wherever this rule takes it ((8192,
+ *   28672) M = 224..256 280 against 424-428 us; (4096, 14336) and (14336, 4096) M = 256 144.2 against
+ *   155.5 and 127.7 against 132.9) and lost where it does not ((6144, 18432): 236.9 against 208.7).
  *   coarse_knob (QMM_CUDA_WGCOARSE): 2 wherever the fine units have pairs and M > 64, 0 never.
  * - cl_knob (QMM_CUDA_WGCL): the largest cluster (wg_plan_of), kWgClusterMax by default, 0 none. */
 static bool wg_choose(const mma_params &p, const variant_limits &lim, int wg_knob, int wg128_knob, int coarse_knob, int cl_knob,
@@ -408,7 +412,8 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int wg_kno
     const bool rows128 = lim.wg128_ok && p.m > kWgRows &&
                          (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && (f.cps >= 96 || f.splits <= 2)));
     plan = wg_plan_of(f, rows128, lim.wg[rows128], cl_knob);
-    if (lim.wg128_ok && p.m > kWgRows && wg128_knob != 0 && (coarse_knob == 2 || (coarse_knob == 1 && p.mtiles == 2)) &&
+    if (lim.wg128_ok && p.m > kWgRows && wg128_knob != 0 &&
+        (coarse_knob == 2 || (coarse_knob == 1 && (p.mtiles == 2 || p.mtiles == 4))) &&
         f.pairs && f.splits >= 2 && f.cps % kWgChunks == 0 /* the restart at a stage's start (mma_kernel_wg) */) {
         const wg_plan c = wg_plan_of(coarse_units(f), true, lim.wg[1], cl_knob);
         if (coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps) plan = c;
