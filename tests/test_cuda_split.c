@@ -92,17 +92,34 @@ static void check_default(int n, int k, int gemv_split, int fused_split, int coa
           coarse256);
 }
 
-/* The WG variant's plan on the H200 (132 SMs; what it holds of the WG kernels, clusters under the
+/* The WG variant's plans on the H200 (132 SMs; what it holds of the WG kernels, clusters under the
  * load-balancing policy: scripts/probes/cluster_occupancy.cu, BENCHMARKS.md seventeenth session) for
- * the default shape (N, K) at M rows: the plans measured fastest there. */
-static void check_wg(int n, int k, int m, int rows128, int cluster, int splits, int half)
+ * the default shapes: the plans measured fastest there. Clusters only where one wave holds them ((6144,
+ * 18432): 48 clusters of five, 47 held; (4096, 14336): 32 of eight, 30 held); coarse 128-row units at
+ * two or four M tiles where they take fewer waves for the same work ((6144, 18432) M = 256: three waves
+ * against the fine plan's four, for twice the work, so not there). */
+static void check_wg_plans(void)
 {
     static const long long slots[2] = {264, 132};
     static const int clusters[2][9] = {{0, 264, 132, 83, 66, 47, 39, 32, 30}, {0, 132, 66, 39, 30, 22, 17, 15, 15}};
-    const qmm_test_wg t = qmm_test_wg_choose(m, n / 16, ceil_div(k, 64), 132, slots, clusters);
-    CHECK(t.taken && t.rows128 == rows128 && t.cluster == cluster && t.splits == splits && t.half == half,
-          "(%d, %d) M = %d: WG %d, 128 rows %d, cluster %d, %d units, half %d; want WG 1, %d, %d, %d, %d", n, k, m,
-          t.taken, t.rows128, t.cluster, t.splits, t.half, rows128, cluster, splits, half);
+    static const struct {
+        int n, k, m, rows128, cluster, splits, half;
+    } want[] = {
+        {8192, 28672, 64, 0, 4, 4, 0}, {8192, 28672, 128, 1, 2, 2, 112}, {8192, 28672, 256, 1, 2, 2, 112},
+        {6144, 18432, 64, 0, 0, 5, 0}, {6144, 18432, 128, 0, 0, 5, 0},   {6144, 18432, 256, 0, 0, 5, 0},
+        {4096, 14336, 64, 0, 0, 8, 0}, {4096, 14336, 128, 1, 0, 4, 28},  {4096, 14336, 256, 1, 0, 4, 28},
+        {14336, 4096, 64, 0, 2, 2, 0}, {14336, 4096, 128, 1, 1, 1, 32},  {14336, 4096, 256, 1, 1, 1, 32},
+        {28672, 8192, 64, 0, 0, 1, 0}, {28672, 8192, 128, 1, 1, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const int n = want[i].n, k = want[i].k, m = want[i].m;
+        const qmm_test_wg t = qmm_test_wg_choose(m, n / 16, ceil_div(k, 64), 132, slots, clusters);
+        CHECK(t.taken && t.rows128 == want[i].rows128 && t.cluster == want[i].cluster && t.splits == want[i].splits &&
+                  t.half == want[i].half,
+              "(%d, %d) M = %d: WG %d, 128 rows %d, cluster %d, %d units, half %d; want WG 1, %d, %d, %d, %d", n, k, m,
+              t.taken, t.rows128, t.cluster, t.splits, t.half, want[i].rows128, want[i].cluster, want[i].splits,
+              want[i].half);
+    }
 }
 
 int main(void)
@@ -126,23 +143,6 @@ int main(void)
     check_default(6144, 18432, 0, 5, 0, 0);
     check_default(28672, 8192, 4, 1, 0, 0);
     check_default(8192, 28672, 8, 4, 1, 1);
-    /* (N, K), M, 128-row CTAs, cluster, units, half: clusters only where one wave holds them ((6144,
-     * 18432): 48 clusters of five, 47 held; (4096, 14336): 32 of eight, 30 held), coarse 128-row units
-     * where they take fewer waves for the same work */
-    check_wg(8192, 28672, 64, 0, 4, 4, 0);
-    check_wg(8192, 28672, 128, 1, 2, 2, 112);
-    check_wg(6144, 18432, 64, 0, 0, 5, 0);
-    check_wg(6144, 18432, 128, 0, 0, 5, 0);
-    check_wg(4096, 14336, 64, 0, 0, 8, 0);
-    check_wg(4096, 14336, 128, 1, 0, 4, 28);
-    check_wg(14336, 4096, 64, 0, 2, 2, 0);
-    check_wg(14336, 4096, 128, 1, 1, 1, 32);
-    check_wg(28672, 8192, 64, 0, 0, 1, 0);
-    check_wg(28672, 8192, 128, 1, 1, 1, 0);
-    /* four M tiles: coarse 128-row units where they take half the fine plan's waves */
-    check_wg(8192, 28672, 256, 1, 2, 2, 112);
-    check_wg(4096, 14336, 256, 1, 0, 4, 28);
-    check_wg(14336, 4096, 256, 1, 1, 1, 32);
-    check_wg(6144, 18432, 256, 0, 0, 5, 0); /* coarse: three waves against the fine plan's four, twice the work */
+    check_wg_plans();
     return harness_end("test_cuda_split");
 }

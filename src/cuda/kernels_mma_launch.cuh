@@ -145,6 +145,21 @@ static int knob_int(const char *name, int fallback)
     return v ? std::atoi(v) : fallback;
 }
 
+/* The launch configuration of grid CTAs of `threads` threads with smem bytes of dynamic shared memory on
+ * s, with the attributes at (which it points to). */
+template <int N>
+static cudaLaunchConfig_t launch_config(cudaLaunchAttribute (&at)[N], long long grid, int threads, size_t smem, cudaStream_t s)
+{
+    cudaLaunchConfig_t lc = {};
+    lc.gridDim = dim3((unsigned)grid);
+    lc.blockDim = dim3(threads);
+    lc.dynamicSmemBytes = smem;
+    lc.stream = s;
+    lc.attrs = at;
+    lc.numAttrs = N;
+    return lc;
+}
+
 /* Launches KERNEL(p) on s, as a programmatic dependent launch (pdl_overlap) when pdl is set. */
 template <typename Kernel>
 static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cudaStream_t s, bool pdl, const mma_params &p)
@@ -153,16 +168,10 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cud
         kernel<<<(unsigned)grid, kThreads, smem, s>>>(p);
         return cudaSuccess; /* the caller reads cudaGetLastError */
     }
-    cudaLaunchConfig_t lc = {};
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
-    lc.gridDim = dim3((unsigned)grid);
-    lc.blockDim = dim3(kThreads);
-    lc.dynamicSmemBytes = smem;
-    lc.stream = s;
-    lc.attrs = at;
-    lc.numAttrs = 1;
+    const cudaLaunchConfig_t lc = launch_config(at, grid, kThreads, smem, s);
     return cudaLaunchKernelEx(&lc, kernel, p);
 }
 
@@ -173,20 +182,13 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cud
 static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute (&at)[2], long long grid, size_t smem, cudaStream_t s,
                                             int cluster)
 {
-    cudaLaunchConfig_t lc = {};
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = (unsigned)cluster;
     at[0].val.clusterDim.y = 1;
     at[0].val.clusterDim.z = 1;
     at[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
     at[1].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicyLoadBalancing;
-    lc.gridDim = dim3((unsigned)grid);
-    lc.blockDim = dim3(kWgThreads);
-    lc.dynamicSmemBytes = smem;
-    lc.stream = s;
-    lc.attrs = at;
-    lc.numAttrs = 2;
-    return lc;
+    return launch_config(at, grid, kWgThreads, smem, s);
 }
 
 /* The WG kernel's launch (kernels_mma_wg.cuh): grid CTAs of kernel<ENC, ROWS, true> in clusters of
