@@ -67,15 +67,20 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   against 363.0) and, by the WG variant's coarse units at four M tiles (wg_choose in
  *   kernels_mma_launch.cuh), on 8192 x 28672 (280.2 against 348.0, 280.6 against 359.5); on 6144 x
  *   18432 (113 M elements) slower at 192 (168.2 against 160.8). So NVFP4 weights of fused_large_elems
- *   elements or more take fused up to fused_large_max_m; MXFP4 (the same kernels) and FP8 were not
- *   measured there and keep 128. */
+ *   elements or more take fused up to fused_large_max_m. Checked on ddd2bb8 (eighteenth session, call
+ *   1): the dispatcher's NVFP4 path gave 286.7/291.5/343.5/343.4 us on 28672 x 8192 at M = 160..256 and
+ *   263.4/265.3/277.3/278.6 on 8192 x 28672. MXFP4 (the same kernels) alike, fused against materialize:
+ *   28672 x 8192 283.9/288.0/343.4/344.8 against 318.1/335.4/342.1/354.5, 8192 x 28672
+ *   261.5/263.2/279.7/281.6 against 325.5/339.3/346.9/355.7, so it takes the same row. FP8 (no WG
+ *   variant) is slower fused already at M = 160 (28672 x 8192 381.1 against 340.3 per tensor, 8192 x
+ *   28672 357.2 against 346.5) and keeps 128. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m;
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
     {QMM__ENC_NVFP4, 8, 128, (size_t)200 << 20, 256},
-    {QMM__ENC_MXFP4, 8, 128, 0, 0},
+    {QMM__ENC_MXFP4, 8, 128, (size_t)200 << 20, 256},
     {QMM__ENC_FP8, 8, 128, 0, 0},
 };
 
