@@ -113,12 +113,32 @@ static void check_wg_plans(void)
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const int n = want[i].n, k = want[i].k, m = want[i].m;
-        const qmm_test_wg t = qmm_test_wg_choose(m, n / 16, ceil_div(k, 64), 132, slots, clusters);
+        const qmm_test_wg t = qmm_test_wg_choose(0, m, n / 16, ceil_div(k, 64), 132, slots, clusters);
         CHECK(t.taken && t.rows128 == want[i].rows128 && t.cluster == want[i].cluster && t.splits == want[i].splits &&
                   t.half == want[i].half,
               "(%d, %d) M = %d: WG %d, 128 rows %d, cluster %d, %d units, half %d; want WG 1, %d, %d, %d, %d", n, k, m,
               t.taken, t.rows128, t.cluster, t.splits, t.half, want[i].rows128, want[i].cluster, want[i].splits,
               want[i].half);
+    }
+    /* FP8 (chunks of 32 columns, four per stage) on the same room: units of whole half stages only (an
+     * even number of chunks, K a multiple of 64 and the fine units' chunks even), the plans of the E2M1
+     * rule counted in columns ((8192, 28672): fine units of 224 chunks, 7168 columns, as NVFP4's 112) */
+    static const struct {
+        int n, k, m, taken, rows128, cluster, splits, half;
+    } want8[] = {
+        {8192, 28672, 64, 1, 0, 4, 4, 0}, {8192, 28672, 128, 1, 1, 2, 2, 224}, {28672, 8192, 128, 1, 1, 1, 1, 0},
+        {4096, 4112, 64, 0, 0, 0, 0, 0},   /* 129 chunks: the last unit odd */
+        {4096, 14592, 64, 0, 0, 0, 0, 0},  /* 456 chunks in eight units of 57 */
+    };
+    for (size_t i = 0; i < sizeof want8 / sizeof want8[0]; i++) {
+        const int n = want8[i].n, k = want8[i].k, m = want8[i].m;
+        const qmm_test_wg t = qmm_test_wg_choose(1, m, n / 16, ceil_div(k, 32), 132, slots, clusters);
+        CHECK(t.taken == want8[i].taken &&
+                  (!t.taken || (t.rows128 == want8[i].rows128 && t.cluster == want8[i].cluster &&
+                                t.splits == want8[i].splits && t.half == want8[i].half)),
+              "FP8 (%d, %d) M = %d: WG %d, 128 rows %d, cluster %d, %d units, half %d; want WG %d, %d, %d, %d, %d", n, k,
+              m, t.taken, t.rows128, t.cluster, t.splits, t.half, want8[i].taken, want8[i].rows128, want8[i].cluster,
+              want8[i].splits, want8[i].half);
     }
 }
 

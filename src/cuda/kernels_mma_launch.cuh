@@ -274,12 +274,12 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
                                              pipe_config<ENC, 2, 4>::bytes);
             lim.pipe_ok = e == cudaSuccess;
         }
-    /* the WG variant (bf16 A, E2M1 weights, CTAs of 64 and 128 rows): where this build has sm_90a machine
+    /* the WG variant (bf16 A, CTAs of 64 and 128 rows): where this build has sm_90a machine
      * code (QMM_CUDA_SM90A, from the gencode flags) and the device runs it (sm_90: its kernels report PTX
      * version 90; a compute_80 PTX that a newer GPU compiles reports 80); wg_setup checks the shared
      * memory */
 #ifdef QMM_CUDA_SM90A
-    if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4)) {
+    if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8)) {
         cudaFuncAttributes wa;
         if (e == cudaSuccess && major == 9 && cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess &&
             wa.ptxVersion == 90) {
@@ -379,8 +379,9 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s)
     return e != cudaSuccess ? e : last;
 }
 
-/* Whether the WG variant runs division p of launch_variant (NVFP4 or MXFP4, bf16 A, NB = 8), and its
- * plan: the knobs as read there (tests and benchmarks; 1 the default rule for each).
+/* Whether the WG variant runs division p of launch_variant (bf16 A, NB = 8; stage_chunks: the
+ * encoding's wg_stage_chunks), and its plan: the knobs as read there (tests and benchmarks; 1 the
+ * default rule for each). The rules were measured on NVFP4 and MXFP4; FP8 takes them in columns of K.
  * - The WG variant for 64-row tiles where the division has no coarse units (tall pairs' coarse units
  *   run as their fine halves there, twice the CTAs). On the H200 (BENCHMARKS.md, fifteenth session) it
  *   ran M = 33 and 64 1-26% faster than PIPE on every default shape (NVFP4 (8192, 28672) M = 64 123.1 ->
@@ -406,17 +407,20 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s)
  *   155.5 and 127.7 against 132.9) and lost where it does not ((6144, 18432): 236.9 against 208.7).
  *   coarse_knob (QMM_CUDA_WGCOARSE): 2 wherever the fine units have pairs and M > 64, 0 never.
  * - cl_knob (QMM_CUDA_WGCL): the largest cluster (wg_plan_of), kWgClusterMax by default, 0 none. */
-static bool wg_choose(const mma_params &p, const variant_limits &lim, int wg_knob, int wg128_knob, int coarse_knob, int cl_knob,
-                      wg_plan &plan)
+static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_chunks, int wg_knob, int wg128_knob,
+                      int coarse_knob, int cl_knob, wg_plan &plan)
 {
-    if (!lim.wg_ok) return false;
     const mma_params f = fine_units(p);
+    /* units of whole half stages (mma_kernel_wg): for E4M3 an even number of chunks */
+    const int hs = stage_chunks / 2;
+    if (!lim.wg_ok || f.cps % hs != 0 || p.chunks % hs != 0) return false;
+    /* long units: 96 chunks of 64 columns (E2M1), 192 of 32 (E4M3) */
     const bool rows128 = lim.wg128_ok && p.m > kWgRows &&
-                         (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && (f.cps >= 96 || f.splits <= 2)));
+                         (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && (f.cps >= 48 * stage_chunks || f.splits <= 2)));
     plan = wg_plan_of(f, rows128, lim.wg[rows128], cl_knob);
     if (lim.wg128_ok && p.m > kWgRows && wg128_knob != 0 &&
         (coarse_knob == 2 || (coarse_knob == 1 && (p.mtiles == 2 || p.mtiles == 4))) &&
-        f.pairs && f.splits >= 2 && f.cps % kWgChunks == 0 /* the restart at a stage's start (mma_kernel_wg) */) {
+        f.pairs && f.splits >= 2 && f.cps % stage_chunks == 0 /* the restart at a stage's start (mma_kernel_wg) */) {
         const wg_plan c = wg_plan_of(coarse_units(f), true, lim.wg[1], cl_knob);
         if (coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps) plan = c;
     }
@@ -495,9 +499,9 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
      * says what each does) */
     static const int wg_knob = knob_int("QMM_CUDA_WG", 1), wg128_knob = knob_int("QMM_CUDA_WG128", 1),
                      coarse_knob = knob_int("QMM_CUDA_WGCOARSE", 1), cl_knob = knob_int("QMM_CUDA_WGCL", kWgClusterMax);
-    if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4)) {
+    if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8)) {
         wg_plan plan;
-        if (wg_choose(p, lim, wg_knob, wg128_knob, coarse_knob, cl_knob, plan)) {
+        if (wg_choose(p, lim, wg_stage_chunks<ENC>(), wg_knob, wg128_knob, coarse_knob, cl_knob, plan)) {
             const cudaError_t we = plan.rows128 ? launch_wg<ENC, 128>(plan, partial_floats, s)
                                                 : launch_wg<ENC, kWgRows>(plan, partial_floats, s);
             if (we != cudaErrorNotSupported) return we;

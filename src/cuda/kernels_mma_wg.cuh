@@ -1,15 +1,15 @@
-/* WG variant of the fused path (sm_90a): bf16 activations against E2M1 weights (NVFP4, MXFP4) by wgmma
+/* WG variant of the fused path (sm_90a): bf16 activations against NVFP4, MXFP4 and FP8 weights by wgmma
  * with the decoded weights as its register A operand, in CTAs of 64 or 128 rows of A (ROWS).
  *
  * A CTA of 9 warps owns 8 strips (128 weight rows, two warpgroups of 64) over one unit of K and one
  * group of ROWS / 64 M tiles of 64 rows, as in the other variants (unit_of). Warp 8 is the producer: it
  * streams the strips' weight tiles and scales (the prepared layout, README.md) and the group's
- * activations into a ring of shared-memory stages of kWgChunks chunks, by bulk copies (cp.async.bulk)
+ * activations into a ring of shared-memory stages of 128 columns of K (wg_config), by bulk copies (cp.async.bulk)
  * that complete on the stage's `full` mbarrier; each consumer warp frees a stage on its `empty`
  * mbarrier once the MMAs that read it are complete. Each consumer warp decodes its strip's 16 bytes per
  * lane per tile exactly as the other variants do (decode_ktile) into wgmma's register A fragments (a
  * warp's part of them has mma.m16n8k16's A layout), and its warpgroup issues one wgmma m64nROWSk16 per
- * k-tile; the next chunk is decoded while the chunk before it multiplies (wgmma.wait_group 1). 64 rows:
+ * k-tile; the next half stage is decoded while the one before it multiplies (wgmma.wait_group 1). 64 rows:
  * two CTAs per SM, three stages; 128 rows: one CTA per SM, four stages, each weight tile decoded once
  * for both M tiles.
  *
@@ -51,36 +51,48 @@
 
 namespace qmm_mma {
 
-constexpr int kWgChunks = 2;               /* chunks per stage */
+constexpr int kWgStageK = 128;             /* columns of K per stage: two halves of four k-tiles */
 constexpr int kWgRows = 64;                /* rows of A per M tile of the fused path (unit_of, finish_unit) */
 constexpr int kWgThreads = kThreads + 32;  /* two consumer warpgroups and the producer warp */
 
+/* Chunks (weight tiles of one strip) per stage of the encoding: 2 of 64 columns (E2M1), 4 of 32 (E4M3).
+ * A unit that restarts its sum does so at a stage's start, so its half is a multiple of this. */
+template <int ENC>
+constexpr int wg_stage_chunks() { return kWgStageK / enc_traits<ENC>::tile_k; }
+
 /* ROWS: rows of A per CTA, the N of its wgmma: 64 (one M tile, two CTAs per SM, three stages) or 128 (two
- * M tiles, one wgmma m64n128k16 per k-tile, one CTA per SM, four stages) */
+ * M tiles, one wgmma m64n128k16 per k-tile, one CTA per SM, four stages). A stage holds `chunks` chunks
+ * of each of the 8 strips (and their block scales, none for E4M3) and of A; each half of it, 64 columns
+ * (one E2M1 chunk or two E4M3 ones), is decoded into four k-tiles' A fragments. */
 template <int ENC, int ROWS = kWgRows>
 struct wg_config {
     static constexpr int scale_tile = enc_traits<ENC>::scale_tile;
+    static constexpr int tile_k = enc_traits<ENC>::tile_k;
+    static constexpr int ktiles = tile_k / 16;     /* k-tiles of 16 columns per chunk */
+    static constexpr int chunks = wg_stage_chunks<ENC>();
+    static constexpr int half = chunks / 2;         /* chunks per half stage */
     static constexpr int tiles = ROWS / kWgRows;  /* M tiles per CTA */
     static constexpr int stages = ROWS == kWgRows ? 3 : 4;
-    static constexpr int chunk_a = ROWS * 64 * 2; /* bytes of one chunk of laid-out A */
-    static constexpr int w_bytes = kWarps * kWgChunks * 512;
-    static constexpr int s_bytes = kWarps * kWgChunks * scale_tile;
-    static constexpr int stage = w_bytes + s_bytes + kWgChunks * chunk_a;
+    static constexpr int chunk_a = ROWS * tile_k * 2; /* bytes of one chunk of laid-out A */
+    static constexpr int w_bytes = kWarps * chunks * 512;
+    static constexpr int s_bytes = kWarps * chunks * scale_tile;
+    static constexpr int stage = w_bytes + s_bytes + chunks * chunk_a;
     static constexpr int bytes = stages * stage + 2 * stages * 8; /* and the mbarriers */
+    static_assert(half * ktiles == 4, "a half stage is four k-tiles");
 };
 
 /* Lays A out for the WG kernel in tiles of ROWS rows: one 16-byte piece (8 columns of one row) per
- * thread; dst holds ceil(mtiles / (ROWS / 64)) * chunks * ROWS * 128 bytes (p.mtiles counts 64-row
- * tiles). */
+ * thread; dst holds ceil(mtiles / (ROWS / 64)) * chunks * wg_config::chunk_a bytes (p.mtiles counts
+ * 64-row tiles). */
 template <int ENC, int ROWS> /* one instance per translation unit (encoding) */
 __global__ void __launch_bounds__(256) wg_stage_a(mma_params p, uint4 *dst)
 {
-    constexpr int T = ROWS / kWgRows;
-    const size_t v = (size_t)blockIdx.x * 256 + threadIdx.x, per_tile = (size_t)p.chunks * (ROWS * 8);
+    constexpr int T = ROWS / kWgRows, G = enc_traits<ENC>::tile_k / 8; /* 8-column groups per chunk */
+    const size_t v = (size_t)blockIdx.x * 256 + threadIdx.x, per_tile = (size_t)p.chunks * (ROWS * G);
     if (v >= per_tile * ((p.mtiles + T - 1) / T)) return;
     const int tile = (int)(v / per_tile), rest = (int)(v % per_tile);
-    const int c = rest / (ROWS * 8), kc = (rest / ROWS) % 8, ng = (rest / 8) % (ROWS / 8), r = rest % 8;
-    dst[v] = load_a8(p, tile * ROWS + ng * 8 + r, c * 64 + kc * 8);
+    const int c = rest / (ROWS * G), kc = (rest / ROWS) % G, ng = (rest / 8) % (ROWS / 8), r = rest % 8;
+    dst[v] = load_a8(p, tile * ROWS + ng * 8 + r, c * G * 8 + kc * 8);
 }
 
 /* The PTX of the variant (sm_90, wgmma sm_90a): used only by code compiled for it (the kernel below
@@ -261,7 +273,7 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
      * cluster, otherwise its M groups, whose CTAs then read the same weights close together in time */
     const unit_info u = unit_of(p, T, CLUSTER);
     const int mtile = u.mtile, split = u.split, strip0 = u.strip - warp, c0 = u.c0, c1 = u.c1;
-    const int nst = (c1 - c0 + kWgChunks - 1) / kWgChunks;
+    const int nst = (c1 - c0 + cf::chunks - 1) / cf::chunks;
     if (threadIdx.x == 0) {
         for (int s = 0; s < kStages; s++) {
             wg_bar_init(&full[s], 1);
@@ -274,17 +286,18 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
         const int nstrips = min(kWarps, p.strips - strip0);
         const uint64_t pol_w = wg_policy(true), pol_a = wg_policy(false);
         for (int i = 0; i < nst; i++) {
-            const int s = i % kStages, c = c0 + i * kWgChunks, nch = min(kWgChunks, c1 - c);
+            const int s = i % kStages, c = c0 + i * cf::chunks, nch = min(cf::chunks, c1 - c);
             if (i >= kStages) wg_bar_wait(&empty[s], (i / kStages - 1) & 1);
             uint8_t *st = smem_wg + s * cf::stage;
             if (lane == 0) wg_bar_expect(&full[s], (uint32_t)(nstrips * nch * (512 + cf::scale_tile) + nch * cf::chunk_a));
             __syncwarp();
             if (lane < nstrips) {
                 const size_t tile = (size_t)(strip0 + lane) * p.chunks + c;
-                wg_copy(st + lane * kWgChunks * 512, reinterpret_cast<const uint8_t *>(p.data) + tile * 512, nch * 512,
+                wg_copy(st + lane * cf::chunks * 512, reinterpret_cast<const uint8_t *>(p.data) + tile * 512, nch * 512,
                         &full[s], pol_w);
-                wg_copy(st + cf::w_bytes + lane * kWgChunks * cf::scale_tile, p.scales + tile * cf::scale_tile,
-                        nch * cf::scale_tile, &full[s], pol_w);
+                if constexpr (cf::scale_tile > 0)
+                    wg_copy(st + cf::w_bytes + lane * cf::chunks * cf::scale_tile, p.scales + tile * cf::scale_tile,
+                            nch * cf::scale_tile, &full[s], pol_w);
             } else if (lane == kWarps) {
                 wg_copy(st + cf::w_bytes + cf::s_bytes, a_laid + ((size_t)(mtile / T) * p.chunks + c) * cf::chunk_a,
                         nch * cf::chunk_a, &full[s], pol_a);
@@ -300,15 +313,22 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
     for (int i = 0; i < ROWS / 2; i++) acc[i] = 0.0f;
     if (warp < kWarps) {
         uint32_t a0[4][4], a1[4][4];
-        auto decode = [&](const uint8_t *st, int ch, uint32_t(&a)[4][4]) {
+        /* the four k-tiles of half h of the stage at st (chunks h * half .. of it), zeros for an inactive
+         * warp. Units are whole half stages (E4M3: an even number of chunks, wg_choose), so that every
+         * wgmma is issued unconditionally: one left out under a condition serialized them all (C7520) */
+        auto decode = [&](const uint8_t *st, int h, uint32_t(&a)[4][4]) {
             if (active) {
-                const uint4 d = *reinterpret_cast<const uint4 *>(st + warp * kWgChunks * 512 + ch * 512 + lane * 16);
-                const uint2 sc = load_scales<ENC>(st + cf::w_bytes + (warp * kWgChunks + ch) * cf::scale_tile +
-                                                  g * enc_traits<ENC>::scale_lane);
-                const uint32_t w[4] = {d.x, d.y, d.z, d.w};
-                const tile_factors fc = factors_of<ENC>(p, sc);
 #pragma unroll
-                for (int j = 0; j < 4; j++) decode_ktile<ENC>(p, w, fc, j, a[j]);
+                for (int q = 0; q < cf::half; q++) {
+                    const int ch = h * cf::half + q;
+                    const uint4 d = *reinterpret_cast<const uint4 *>(st + warp * cf::chunks * 512 + ch * 512 + lane * 16);
+                    const uint2 sc = load_scales<ENC>(st + cf::w_bytes + (warp * cf::chunks + ch) * cf::scale_tile +
+                                                      g * enc_traits<ENC>::scale_lane);
+                    const uint32_t w[4] = {d.x, d.y, d.z, d.w};
+                    const tile_factors fc = factors_of<ENC>(p, sc);
+#pragma unroll
+                    for (int j = 0; j < cf::ktiles; j++) decode_ktile<ENC>(p, w, fc, j, a[q * cf::ktiles + j]);
+                }
             } else {
 #pragma unroll
                 for (int j = 0; j < 4; j++)
@@ -327,7 +347,7 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
         /* the stages i0 .. i1 - 1 of the unit */
         auto run = [&](int i0, int i1) {
             for (int i = i0; i < i1; i++) {
-                const int s = i % kStages, nch = min(kWgChunks, c1 - (c0 + i * kWgChunks));
+                const int s = i % kStages, nch = min(cf::chunks, c1 - (c0 + i * cf::chunks));
                 wg_bar_wait(&full[s], (i / kStages) & 1);
                 const uint8_t *st = smem_wg + s * cf::stage;
                 const uint32_t b = wg_smem(st + cf::w_bytes + cf::s_bytes);
@@ -336,9 +356,9 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
                 wg_wait<1>(); /* the stage before is done */
                 wg_fence_acc(acc);
                 if (i > 0 && lane == 0) wg_bar_arrive(&empty[(i - 1) % kStages]);
-                if (nch > 1) {
+                if (nch > cf::half) {
                     decode(st, 1, a1);
-                    issue(a1, b + cf::chunk_a);
+                    issue(a1, b + cf::half * cf::chunk_a);
                     wg_wait<1>();
                     wg_fence_acc(acc);
                 }
@@ -348,7 +368,7 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
          * sum restarts at the half, the first half's sum waiting in the unit's partial slot (pair_stash);
          * outside the loop, so that ptxas keeps the MMAs asynchronous (zeroing the accumulators inside
          * it serialized them; in 64-row CTAs the second loop alone did, for want of registers) */
-        const int ih = ROWS > kWgRows && p.half > 0 && c1 - c0 > p.half ? p.half / kWgChunks : nst;
+        const int ih = ROWS > kWgRows && p.half > 0 && c1 - c0 > p.half ? p.half / cf::chunks : nst;
         run(0, ih);
         if (ROWS > kWgRows && ih < nst) {
             wg_wait<0>();
