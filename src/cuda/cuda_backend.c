@@ -71,9 +71,14 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   1): the dispatcher's NVFP4 path gave 286.7/291.5/343.5/343.4 us on 28672 x 8192 at M = 160..256 and
  *   263.4/265.3/277.3/278.6 on 8192 x 28672. MXFP4 (the same kernels) alike, fused against materialize:
  *   28672 x 8192 283.9/288.0/343.4/344.8 against 318.1/335.4/342.1/354.5, 8192 x 28672
- *   261.5/263.2/279.7/281.6 against 325.5/339.3/346.9/355.7, so it takes the same row. FP8 (no WG
- *   variant) is slower fused already at M = 160 (28672 x 8192 381.1 against 340.3 per tensor, 8192 x
- *   28672 357.2 against 346.5) and keeps 128. */
+ *   261.5/263.2/279.7/281.6 against 325.5/339.3/346.9/355.7, so it takes the same row. FP8, slower
+ *   fused there while it had no WG variant (28672 x 8192 M = 160 381.1 against 340.3 per tensor), takes
+ *   it too since the WG variant runs FP8 (call 3): per tensor 28672 x 8192 M = 160..256
+ *   271.5/275.3/319.7/326.7 against materialize's 338.4/357.2/364.9/381.7, 8192 x 28672
+ *   253.6/250.7/247.3/255.3 against 346.5/358.1/368.2/380.6 (per channel 12-37% faster).
+ * - Past M = 128 on the three smaller default shapes (call 4): materialize stays faster for NVFP4 and
+ *   MXFP4 (5-55%) and mostly for FP8; FP8 on 6144 x 18432 at M = 160/192 and per channel on 14336 x
+ *   4096 were 3-12% faster fused, too little and too scattered for a row of their own. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m;
@@ -81,7 +86,7 @@ typedef struct qmm__cuda_threshold {
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
     {QMM__ENC_NVFP4, 8, 128, (size_t)200 << 20, 256},
     {QMM__ENC_MXFP4, 8, 128, (size_t)200 << 20, 256},
-    {QMM__ENC_FP8, 8, 128, 0, 0},
+    {QMM__ENC_FP8, 8, 128, (size_t)200 << 20, 256},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
