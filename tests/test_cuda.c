@@ -368,6 +368,11 @@ static void test_batch_invariance(void)
         mm_check_batch_invariance(ctx, formats[f], 300, 3000, 30, 40, "fused 30 vs 40 (PIPE 32-row tiles, WG)");
         /* and the WG variant's 64-row CTAs against its 128-row ones (two M tiles, one wgmma m64n128k16) */
         mm_check_batch_invariance(ctx, formats[f], 300, 2000, 64, 100, "fused 64 vs 100 (WG 64- and 128-row CTAs)");
+        /* FP8 takes the WG variant only over units of an even number of 32-column chunks (wg_choose), which
+         * the two shapes above do not have (94 chunks in units of 9; 63): K = 2048 is 64 chunks in units
+         * of 8, so FP8 runs WG there against PIPE's 32-row tiles, and 64- against 128-row CTAs */
+        mm_check_batch_invariance(ctx, formats[f], 300, 2048, 30, 40, "fused K = 2048 30 vs 40 (PIPE, WG)");
+        mm_check_batch_invariance(ctx, formats[f], 300, 2048, 64, 100, "fused K = 2048 64 vs 100 (WG 64 and 128 rows)");
         /* the STEP variant: fp16 activations, and bf16 rows that are not 16-byte aligned */
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 1500, 300, 1500, 9, 70, "fused fp16 9 vs 70");
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_BF16, 1503, 300, 1501, 12, 40, "fused unaligned 12 vs 40");
