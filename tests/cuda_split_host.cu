@@ -53,7 +53,8 @@ extern "C" qmm_test_wg qmm_test_wg_choose(int fp8, int m, int strips, int chunks
     p.strips = strips;
     p.chunks = chunks;
     p.mtiles = (m + kWgRows - 1) / kWgRows;
-    const int tps = fp8 ? stage_config<QMM__ENC_FP8, false, 8>::tiles_per_step : stage_config<QMM__ENC_NVFP4, false, 8>::tiles_per_step;
+    const int tps = fp8 ? stage_config<QMM__ENC_FP8, false, 8>::tiles_per_step
+                        : stage_config<QMM__ENC_NVFP4, false, 8>::tiles_per_step;
     if (!tall_split<8>(p, tps, sm_count, (size_t)1 << 40, (size_t)1 << 30, false)) {
         const int sp = split_for_fused(strips, chunks, tps, sm_count);
         p.cps = (chunks + sp - 1) / sp;

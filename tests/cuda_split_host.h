@@ -21,9 +21,10 @@ qmm_test_division qmm_test_tall_split(int nb, int m, int strips, int chunks, int
                                       size_t partial_floats, size_t counter_count, int force);
 
 /* What wg_choose decided for the division that launch_variant makes at 64-row tiles (NVFP4, or FP8
- * where fp8, whose chunks are 32 columns; bf16 A, default knobs, a workspace large enough) on a device that holds slots[r] CTAs of the WG kernel of 64
- * (r = 0) and 128 (r = 1) rows, and clusters[r][c] clusters of c CTAs (c = 1..8): taken (the WG variant
- * runs), its CTAs of 128 rows, the cluster (0: none) and the division (units, half or 0). */
+ * where fp8, whose chunks are 32 columns; bf16 A, default knobs, a workspace large enough) on a device
+ * that holds slots[r] CTAs of the WG kernel of 64 (r = 0) and 128 (r = 1) rows, and clusters[r][c]
+ * clusters of c CTAs (c = 1..8): taken (the WG variant runs), its CTAs of 128 rows, the cluster (0:
+ * none) and the division (units, half or 0). */
 typedef struct qmm_test_wg {
     int taken, rows128, cluster, splits, half;
 } qmm_test_wg;
