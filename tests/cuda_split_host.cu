@@ -45,16 +45,16 @@ extern "C" qmm_test_division qmm_test_tall_split(int nb, int m, int strips, int 
     return d;
 }
 
-extern "C" qmm_test_wg qmm_test_wg_choose(int fp8, int m, int strips, int chunks, int sm_count, const long long slots[2],
-                                          const int clusters[2][9])
+/* qmm_test_wg_choose for the encoding ENC (its split's steps and its WG stages). */
+template <int ENC>
+static qmm_test_wg wg_choose_of(int m, int strips, int chunks, int sm_count, const long long slots[2], const int clusters[2][9])
 {
     mma_params p = {};
     p.m = m;
     p.strips = strips;
     p.chunks = chunks;
     p.mtiles = (m + kWgRows - 1) / kWgRows;
-    const int tps = fp8 ? stage_config<QMM__ENC_FP8, false, 8>::tiles_per_step
-                        : stage_config<QMM__ENC_NVFP4, false, 8>::tiles_per_step;
+    const int tps = stage_config<ENC, false, 8>::tiles_per_step;
     if (!tall_split<8>(p, tps, sm_count, (size_t)1 << 40, (size_t)1 << 30, false)) {
         const int sp = split_for_fused(strips, chunks, tps, sm_count);
         p.cps = (chunks + sp - 1) / sp;
@@ -69,8 +69,14 @@ extern "C" qmm_test_wg qmm_test_wg_choose(int fp8, int m, int strips, int chunks
     }
     wg_plan plan;
     qmm_test_wg t;
-    t.taken = wg_choose(p, lim, fp8 ? wg_stage_chunks<QMM__ENC_FP8>() : wg_stage_chunks<QMM__ENC_NVFP4>(), 1, 1, 1,
-                        kWgClusterMax, plan);
+    t.taken = wg_choose(p, lim, wg_stage_chunks<ENC>(), 1, 1, 1, kWgClusterMax, plan);
     t.rows128 = plan.rows128, t.cluster = plan.cluster, t.splits = plan.p.splits, t.half = plan.p.half;
     return t;
+}
+
+extern "C" qmm_test_wg qmm_test_wg_choose(int fp8, int m, int strips, int chunks, int sm_count, const long long slots[2],
+                                          const int clusters[2][9])
+{
+    return fp8 ? wg_choose_of<QMM__ENC_FP8>(m, strips, chunks, sm_count, slots, clusters)
+               : wg_choose_of<QMM__ENC_NVFP4>(m, strips, chunks, sm_count, slots, clusters);
 }

@@ -10,7 +10,7 @@
 
 #include <cstdio>
 
-#include "cuda/kernels_mma_wg.cuh"
+#include "cuda/kernels_mma_launch.cuh"
 
 using namespace qmm_mma;
 
@@ -34,18 +34,7 @@ static void report(int sms)
         std::printf("  %-14s", names[k]);
         for (int c = 1; c <= 8; c++) {
             cudaLaunchAttribute at[2];
-            at[0].id = cudaLaunchAttributeClusterDimension;
-            at[0].val.clusterDim.x = (unsigned)c;
-            at[0].val.clusterDim.y = 1;
-            at[0].val.clusterDim.z = 1;
-            at[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-            at[1].val.clusterSchedulingPolicyPreference = pol[k];
-            cudaLaunchConfig_t lc = {};
-            lc.gridDim = dim3((unsigned)c);
-            lc.blockDim = dim3(kWgThreads);
-            lc.dynamicSmemBytes = smem;
-            lc.attrs = at;
-            lc.numAttrs = 2;
+            const cudaLaunchConfig_t lc = wg_cluster_config(at, c, smem, 0, c, pol[k]); /* the library's */
             int n = -1;
             const cudaError_t e = cudaOccupancyMaxActiveClusters(&n, clustered, &lc);
             if (e != cudaSuccess) {

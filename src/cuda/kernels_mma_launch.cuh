@@ -176,18 +176,20 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cud
 }
 
 /* The launch configuration of grid CTAs of the WG kernel in clusters of `cluster` (at: its two
- * attributes, which the configuration points to), scheduled by the load-balancing policy: on the H200 it
- * holds 66 clusters of four 64-row CTAs at once where the default (spread) holds 62, and 83 of three
- * against 79 (scripts/probes/cluster_occupancy.cu, BENCHMARKS.md seventeenth session). */
+ * attributes, which the configuration points to), scheduled by `policy`: the library's launches take
+ * the load-balancing one, under which the H200 holds 66 clusters of four 64-row CTAs at once where the
+ * default (spread) holds 62, and 83 of three against 79 (scripts/probes/cluster_occupancy.cu, which
+ * compares the two; BENCHMARKS.md seventeenth session). */
 static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute (&at)[2], long long grid, size_t smem, cudaStream_t s,
-                                            int cluster)
+                                            int cluster,
+                                            cudaClusterSchedulingPolicy policy = cudaClusterSchedulingPolicyLoadBalancing)
 {
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = (unsigned)cluster;
     at[0].val.clusterDim.y = 1;
     at[0].val.clusterDim.z = 1;
     at[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-    at[1].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicyLoadBalancing;
+    at[1].val.clusterSchedulingPolicyPreference = policy;
     return launch_config(at, grid, kWgThreads, smem, s);
 }
 
@@ -414,12 +416,13 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
     /* units of whole half stages (mma_kernel_wg): for E4M3 an even number of chunks */
     const int hs = stage_chunks / 2;
     if (!lim.wg_ok || f.cps % hs != 0 || p.chunks % hs != 0) return false;
-    /* long units: 96 chunks of 64 columns (E2M1), 192 of 32 (E4M3) */
-    const bool rows128 = lim.wg128_ok && p.m > kWgRows &&
-                         (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && (f.cps >= 48 * stage_chunks || f.splits <= 2)));
+    /* 128-row CTAs at all: past one M tile, unless QMM_CUDA_WG128=0; long units: 96 chunks of 64 columns
+     * (E2M1), 192 of 32 (E4M3) */
+    const bool can128 = lim.wg128_ok && p.m > kWgRows && wg128_knob != 0;
+    const bool rows128 = can128 && (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 &&
+                                                        (f.cps >= 48 * stage_chunks || f.splits <= 2)));
     plan = wg_plan_of(f, rows128, lim.wg[rows128], cl_knob);
-    if (lim.wg128_ok && p.m > kWgRows && wg128_knob != 0 &&
-        (coarse_knob == 2 || (coarse_knob == 1 && (p.mtiles == 2 || p.mtiles == 4))) &&
+    if (can128 && (coarse_knob == 2 || (coarse_knob == 1 && (p.mtiles == 2 || p.mtiles == 4))) &&
         f.pairs && f.splits >= 2 && f.cps % stage_chunks == 0 /* the restart at a stage's start (mma_kernel_wg) */) {
         const wg_plan c = wg_plan_of(coarse_units(f), true, lim.wg[1], cl_knob);
         if (coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps) plan = c;
