@@ -142,6 +142,15 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr)
     constexpr uint64_t lbo = (ROWS * 16) >> 4, sbo = 128 >> 4;
     return (uint64_t)((addr & 0x3ffff) >> 4) | (lbo << 16) | (sbo << 32);
 }
+/* the same as the low word and the constant high word, so that the descriptors of a run of operands
+ * at fixed steps are one addition each: the address field (bits 13:0, in 16 bytes) takes the step as
+ * long as the address stays below 2^18, which the 228 KB of shared memory guarantees */
+template <int ROWS>
+__device__ __forceinline__ uint32_t wg_desc_lo(uint32_t addr)
+{
+    return ((addr & 0x3ffff) >> 4) | (((ROWS * 16) >> 4) << 16);
+}
+__device__ __forceinline__ uint64_t wg_desc_of(uint32_t lo) { return (uint64_t)lo | ((uint64_t)(128 >> 4) << 32); }
 /* wgmma's ordering: the fence before a group's first MMA, the end of a group, the wait until at most N
  * groups are still running */
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -314,54 +323,67 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
     for (int i = 0; i < ROWS / 2; i++) acc[i] = 0.0f;
     if (warp < kWarps) {
         uint32_t a0[4][4], a1[4][4];
-        /* the four k-tiles of half h of the stage at st (chunks h * half .. of it), zeros for an inactive
-         * warp. Units are whole half stages (E4M3: an even number of chunks, wg_choose), so that every
-         * wgmma is issued unconditionally: one left out under a condition serialized them all (C7520) */
+        /* the four k-tiles of half h of the stage at st (chunks h * half .. of it). An inactive warp
+         * decodes whatever its strip's slot holds (the producer copies nothing there): a wgmma's rows of
+         * D depend only on the same rows of its A, and those rows of an inactive warp are never stored,
+         * so no zeros are needed (zeroing them cost 16 instructions and a branch per stage). Units are
+         * whole half stages (E4M3: an even number of chunks, wg_choose), so that every wgmma is issued
+         * unconditionally: one left out under a condition serialized them all (C7520) */
         auto decode = [&](const uint8_t *st, int h, uint32_t(&a)[4][4]) {
-            if (active) {
 #pragma unroll
-                for (int q = 0; q < cf::half; q++) {
-                    const int ch = h * cf::half + q;
-                    const uint4 d = *reinterpret_cast<const uint4 *>(st + warp * cf::chunks * 512 + ch * 512 + lane * 16);
-                    const uint2 sc = load_scales<ENC>(st + cf::w_bytes + (warp * cf::chunks + ch) * cf::scale_tile +
-                                                      g * enc_traits<ENC>::scale_lane);
-                    const uint32_t w[4] = {d.x, d.y, d.z, d.w};
-                    const tile_factors fc = factors_of<ENC>(p, sc);
+            for (int q = 0; q < cf::half; q++) {
+                const int ch = h * cf::half + q;
+                const uint4 d = *reinterpret_cast<const uint4 *>(st + warp * cf::chunks * 512 + ch * 512 + lane * 16);
+                const uint2 sc = load_scales<ENC>(st + cf::w_bytes + (warp * cf::chunks + ch) * cf::scale_tile +
+                                                  g * enc_traits<ENC>::scale_lane);
+                const uint32_t w[4] = {d.x, d.y, d.z, d.w};
+                const tile_factors fc = factors_of<ENC>(p, sc);
 #pragma unroll
-                    for (int j = 0; j < cf::ktiles; j++) decode_ktile<ENC>(p, w, fc, j, a[q * cf::ktiles + j]);
-                }
-            } else {
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-#pragma unroll
-                    for (int r = 0; r < 4; r++) a[j][r] = 0u;
+                for (int j = 0; j < cf::ktiles; j++) decode_ktile<ENC>(p, w, fc, j, a[q * cf::ktiles + j]);
             }
         };
-        auto issue = [&](const uint32_t(&a)[4][4], uint32_t b) {
+        /* the half stage's four MMAs; lo: the low descriptor word of its first k-tile of A (the others
+         * follow at 2 * ROWS * 16 bytes) */
+        auto issue = [&](const uint32_t(&a)[4][4], uint32_t lo) {
             wg_fence();
             wg_fence_acc(acc);
 #pragma unroll
-            for (int j = 0; j < 4; j++) wg_mma<ROWS>(acc, a[j], wg_desc<ROWS>(b + j * 2 * (ROWS * 16)));
+            for (int j = 0; j < 4; j++) wg_mma<ROWS>(acc, a[j], wg_desc_of(lo + j * ((2 * ROWS * 16) >> 4)));
             wg_commit();
             wg_fence_acc(acc);
         };
-        /* the stages i0 .. i1 - 1 of the unit */
+        /* the stages i0 .. i1 - 1 of the unit; the ring's slot, its phase and the descriptor's word
+         * advance by steps, not by divisions, and only a unit's last stage may lack its second half */
+        const bool short_tail = (c1 - c0) % cf::chunks != 0 && (c1 - c0) % cf::chunks <= cf::half;
+        const uint32_t lo_ring = wg_desc_lo<ROWS>(wg_smem(smem_wg + cf::w_bytes + cf::s_bytes));
         auto run = [&](int i0, int i1) {
+            int s = i0 % kStages, prev = (i0 + kStages - 1) % kStages;
+            uint32_t phase = (i0 / kStages) & 1;
             for (int i = i0; i < i1; i++) {
-                const int s = i % kStages, nch = min(cf::chunks, c1 - (c0 + i * cf::chunks));
-                wg_bar_wait(&full[s], (i / kStages) & 1);
+                wg_bar_wait(&full[s], phase);
                 const uint8_t *st = smem_wg + s * cf::stage;
-                const uint32_t b = wg_smem(st + cf::w_bytes + cf::s_bytes);
+                const uint32_t lo = lo_ring + s * (cf::stage >> 4);
                 decode(st, 0, a0);
-                issue(a0, b);
+                issue(a0, lo);
                 wg_wait<1>(); /* the stage before is done */
                 wg_fence_acc(acc);
-                if (i > 0 && lane == 0) wg_bar_arrive(&empty[(i - 1) % kStages]);
-                if (nch > cf::half) {
+                if (i > 0 && lane == 0) wg_bar_arrive(&empty[prev]);
+                if (i + 1 < nst || !short_tail) {
                     decode(st, 1, a1);
-                    issue(a1, b + cf::half * cf::chunk_a);
+                    issue(a1, lo + ((cf::half * cf::chunk_a) >> 4));
                     wg_wait<1>();
                     wg_fence_acc(acc);
+                } else {
+                    /* the unit's last stage, half of it: its MMAs read a0, which a next stage's decode
+                     * would write. No stage follows it, but ptxas cannot know that, and without this wait it
+                     * serialized every wgmma (C7513) once the decode lost its branch */
+                    wg_wait<0>();
+                    wg_fence_acc(acc);
+                }
+                prev = s;
+                if (++s == kStages) {
+                    s = 0;
+                    phase ^= 1u;
                 }
             }
         };
