@@ -160,6 +160,13 @@ static cudaLaunchConfig_t launch_config(cudaLaunchAttribute (&at)[N], long long 
     return lc;
 }
 
+/* at as the dependent-launch attribute (pdl_overlap; the WG kernel's griddepcontrol.wait), on or off */
+static void pdl_attribute(cudaLaunchAttribute &at, bool pdl)
+{
+    at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at.val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
+}
+
 /* Launches KERNEL(p) on s, as a programmatic dependent launch (pdl_overlap) when pdl is set. */
 template <typename Kernel>
 static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cudaStream_t s, bool pdl, const mma_params &p)
@@ -169,19 +176,18 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cud
         return cudaSuccess; /* the caller reads cudaGetLastError */
     }
     cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
+    pdl_attribute(at[0], true);
     const cudaLaunchConfig_t lc = launch_config(at, grid, kThreads, smem, s);
     return cudaLaunchKernelEx(&lc, kernel, p);
 }
 
-/* The launch configuration of grid CTAs of the WG kernel in clusters of `cluster` (at: its two
- * attributes, which the configuration points to), scheduled by `policy`: the library's launches take
- * the load-balancing one, under which the H200 holds 66 clusters of four 64-row CTAs at once where the
- * default (spread) holds 62, and 83 of three against 79 (scripts/probes/cluster_occupancy.cu, which
- * compares the two; BENCHMARKS.md seventeenth session). */
-static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute (&at)[2], long long grid, size_t smem, cudaStream_t s,
-                                            int cluster,
+/* The launch configuration of grid CTAs of the WG kernel in clusters of `cluster` (at: its three
+ * attributes, which the configuration points to), a dependent launch where pdl is set, scheduled by
+ * `policy`: the library's launches take the load-balancing one, under which the H200 holds 66 clusters
+ * of four 64-row CTAs at once where the default (spread) holds 62, and 83 of three against 79
+ * (scripts/probes/cluster_occupancy.cu, which compares the two; BENCHMARKS.md seventeenth session). */
+static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute (&at)[3], long long grid, size_t smem, cudaStream_t s,
+                                            int cluster, bool pdl = false,
                                             cudaClusterSchedulingPolicy policy = cudaClusterSchedulingPolicyLoadBalancing)
 {
     at[0].id = cudaLaunchAttributeClusterDimension;
@@ -190,23 +196,28 @@ static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute (&at)[2], long l
     at[0].val.clusterDim.z = 1;
     at[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
     at[1].val.clusterSchedulingPolicyPreference = policy;
+    pdl_attribute(at[2], pdl);
     return launch_config(at, grid, kWgThreads, smem, s);
 }
 
 /* The WG kernel's launch (kernels_mma_wg.cuh): grid CTAs of kernel<ENC, ROWS, true> in clusters of
  * `cluster`, the splits of one piece of W, which then reduce their sums in distributed shared memory (a
  * cluster of one: the epilogue from shared memory); cluster 0: kernel<ENC, ROWS, false> without
- * clusters, finish_unit's reduction through the workspace. */
+ * clusters, finish_unit's reduction through the workspace. pdl: as a dependent launch of wg_stage_a
+ * (the kernel's producer requests its first stages' weights before it waits for that grid). */
 template <int ENC, int ROWS>
-static cudaError_t launch_wg_kernel(long long grid, cudaStream_t s, int cluster, const mma_params &p, const uint8_t *a_laid)
+static cudaError_t launch_wg_kernel(long long grid, cudaStream_t s, int cluster, bool pdl, const mma_params &p,
+                                    const uint8_t *a_laid)
 {
     constexpr size_t smem = wg_config<ENC, ROWS>::bytes;
     if (cluster == 0) {
-        mma_kernel_wg<ENC, ROWS, false><<<(unsigned)grid, kWgThreads, smem, s>>>(p, a_laid);
-        return cudaSuccess; /* the caller reads cudaGetLastError */
+        cudaLaunchAttribute at[1];
+        pdl_attribute(at[0], pdl);
+        const cudaLaunchConfig_t lc = launch_config(at, grid, kWgThreads, smem, s);
+        return cudaLaunchKernelEx(&lc, mma_kernel_wg<ENC, ROWS, false>, p, a_laid);
     }
-    cudaLaunchAttribute at[2];
-    const cudaLaunchConfig_t lc = wg_cluster_config(at, grid, smem, s, cluster);
+    cudaLaunchAttribute at[3];
+    const cudaLaunchConfig_t lc = wg_cluster_config(at, grid, smem, s, cluster, pdl);
     return cudaLaunchKernelEx(&lc, mma_kernel_wg<ENC, ROWS, true>, p, a_laid);
 }
 
@@ -233,7 +244,7 @@ static bool wg_setup(int optin, int sm_count, wg_room &room)
     room.slots = (long long)per_sm * sm_count;
     if (cudaFuncSetAttribute(mma_kernel_wg<ENC, ROWS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess)
         for (int c = 1; c <= kWgClusterMax; c++) {
-            cudaLaunchAttribute at[2];
+            cudaLaunchAttribute at[3];
             const cudaLaunchConfig_t lc = wg_cluster_config(at, c, bytes, 0, c);
             int n = 0;
             if (cudaOccupancyMaxActiveClusters(&n, mma_kernel_wg<ENC, ROWS, true>, &lc) != cudaSuccess) break;
@@ -361,9 +372,9 @@ static wg_plan wg_plan_of(const mma_params &q, bool rows128, const wg_room &room
 /* The WG variant (kernels_mma_wg.cuh) as planned (wg_plan_of), in CTAs of ROWS rows of A (64: one M
  * tile; 128: two); the activations laid out in the workspace after the partials. cudaErrorNotSupported
  * (nothing launched) where the workspace cannot hold both: the caller runs PIPE or STEP instead, which
- * give the same bits. */
+ * give the same bits. pdl: the kernel as a dependent launch of the layout pass (launch_wg_kernel). */
 template <int ENC, int ROWS>
-cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s)
+cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, bool pdl)
 {
     using cf = wg_config<ENC, ROWS>;
     const mma_params &p = w.p;
@@ -376,7 +387,7 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s)
     const size_t pieces = a_bytes / 16;
     wg_stage_a<ENC, ROWS><<<(unsigned)((pieces + 255) / 256), 256, 0, s>>>(p, reinterpret_cast<uint4 *>(a_laid));
     const long long grid = (long long)strip_groups(p.strips) * p.splits * (long long)groups;
-    const cudaError_t e = launch_wg_kernel<ENC, ROWS>(grid, s, w.cluster, p, a_laid);
+    const cudaError_t e = launch_wg_kernel<ENC, ROWS>(grid, s, w.cluster, pdl, p, a_laid);
     const cudaError_t last = cudaGetLastError();
     return e != cudaSuccess ? e : last;
 }
@@ -505,8 +516,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8)) {
         wg_plan plan;
         if (wg_choose(p, lim, wg_stage_chunks<ENC>(), wg_knob, wg128_knob, coarse_knob, cl_knob, plan)) {
-            const cudaError_t we = plan.rows128 ? launch_wg<ENC, 128>(plan, partial_floats, s)
-                                                : launch_wg<ENC, kWgRows>(plan, partial_floats, s);
+            const cudaError_t we = plan.rows128 ? launch_wg<ENC, 128>(plan, partial_floats, s, pdl)
+                                                : launch_wg<ENC, kWgRows>(plan, partial_floats, s, pdl);
             if (we != cudaErrorNotSupported) return we;
         }
     }

@@ -90,6 +90,10 @@ __global__ void __launch_bounds__(256) wg_stage_a(mma_params p, uint4 *dst)
 {
     constexpr int T = ROWS / kWgRows, G = enc_traits<ENC>::tile_k / 8; /* 8-column groups per chunk */
     const size_t v = (size_t)blockIdx.x * 256 + threadIdx.x, per_tile = (size_t)p.chunks * (ROWS * G);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* the WG kernel, a dependent launch, may start now: it waits for this grid before it reads dst */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
     if (v >= per_tile * ((p.mtiles + T - 1) / T)) return;
     const int tile = (int)(v / per_tile), rest = (int)(v % per_tile);
     const int c = rest / (ROWS * G), kc = (rest / ROWS) % G, ng = (rest / 8) % (ROWS / 8), r = rest % 8;
@@ -295,23 +299,35 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
     if (warp == kWarps) { /* the producer */
         const int nstrips = min(kWarps, p.strips - strip0);
         const uint64_t pol_w = wg_policy(true), pol_a = wg_policy(false);
-        for (int i = 0; i < nst; i++) {
+        /* stage i's copies: the weights and scales (w), the activations (a) */
+        auto copy = [&](int i, bool w, bool a) {
             const int s = i % kStages, c = c0 + i * cf::chunks, nch = min(cf::chunks, c1 - c);
-            if (i >= kStages) wg_bar_wait(&empty[s], (i / kStages - 1) & 1);
             uint8_t *st = smem_wg + s * cf::stage;
-            if (lane == 0) wg_bar_expect(&full[s], (uint32_t)(nstrips * nch * (512 + cf::scale_tile) + nch * cf::chunk_a));
+            if (w && lane == 0)
+                wg_bar_expect(&full[s], (uint32_t)(nstrips * nch * (512 + cf::scale_tile) + nch * cf::chunk_a));
             __syncwarp();
-            if (lane < nstrips) {
+            if (w && lane < nstrips) {
                 const size_t tile = (size_t)(strip0 + lane) * p.chunks + c;
                 wg_copy(st + lane * cf::chunks * 512, reinterpret_cast<const uint8_t *>(p.data) + tile * 512, nch * 512,
                         &full[s], pol_w);
                 if constexpr (cf::scale_tile > 0)
                     wg_copy(st + cf::w_bytes + lane * cf::chunks * cf::scale_tile, p.scales + tile * cf::scale_tile,
                             nch * cf::scale_tile, &full[s], pol_w);
-            } else if (lane == kWarps) {
+            } else if (a && lane == kWarps) {
                 wg_copy(st + cf::w_bytes + cf::s_bytes, a_laid + ((size_t)(mtile / T) * p.chunks + c) * cf::chunk_a,
                         nch * cf::chunk_a, &full[s], pol_a);
             }
+        };
+        /* a dependent launch (launch_wg) starts while wg_stage_a still lays A out: the first stages'
+         * weights, which no kernel of the stream writes, are requested before the wait for it, their
+         * activations after */
+        const int pre = min(kStages, nst);
+        for (int i = 0; i < pre; i++) copy(i, true, false);
+        asm volatile("griddepcontrol.wait;\n" ::: "memory");
+        for (int i = 0; i < pre; i++) copy(i, false, true);
+        for (int i = pre; i < nst; i++) {
+            wg_bar_wait(&empty[i % kStages], (i / kStages - 1) & 1);
+            copy(i, true, true);
         }
         if constexpr (!CLUSTER) return;
     }
