@@ -6,7 +6,8 @@
 # that ran the SMs at 1.36 instead of 1.98 GHz with the memory clock unchanged, which makes a
 # bandwidth-bound kernel look compute-bound).
 # Usage: scripts/gpu_ncu.sh SHAPE PATH FUNC_MANGLED REGEX:M[:ENV] [REGEX:M[:ENV]...]
-#   e.g. scripts/gpu_ncu.sh 8192:28672 fused - "mma_kernel_pipe:16:QMM_CUDA_WGMMA=0" "mma_kernel_wg:64:FORMAT=fp8_tensor"
+#   e.g. scripts/gpu_ncu.sh 8192:28672 fused - "mma_kernel_pipe:16:QMM_CUDA_WGMMA=0" \
+#          "mma_kernel_wg:64:FORMAT=fp8_tensor"   (FORMAT: qmm bench's --format, default nvfp4)
 set -uo pipefail
 . "$(dirname "$0")/gpu_lib.sh"
 shape=$1 path=$2 fun=$3; shift 3

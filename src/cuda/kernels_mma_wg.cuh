@@ -142,17 +142,11 @@ __device__ __forceinline__ uint64_t wg_policy(bool evict_first)
     else asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
     return pol;
 }
-/* the descriptor of a no-swizzle K-major operand of ROWS rows at shared address addr (the top of this
- * file): LBO the step between 8-column groups, SBO between 8-row groups */
-template <int ROWS>
-__device__ __forceinline__ uint64_t wg_desc(uint32_t addr)
-{
-    constexpr uint64_t lbo = (ROWS * 16) >> 4, sbo = 128 >> 4;
-    return (uint64_t)((addr & 0x3ffff) >> 4) | (lbo << 16) | (sbo << 32);
-}
-/* the same as the low word and the constant high word, so that the descriptors of a run of operands
- * at fixed steps are one addition each: the address field (bits 13:0, in 16 bytes) takes the step as
- * long as the address stays below 2^18, which the 228 KB of shared memory guarantees */
+/* The descriptor of a no-swizzle K-major operand of ROWS rows at shared address addr (the top of this
+ * file: LBO the step between 8-column groups, SBO between 8-row groups) as its low word, and the
+ * descriptor of a low word (the high word is the constant SBO). The descriptors of a run of operands at
+ * fixed steps are then one addition each: the address field (bits 13:0, in 16 bytes) takes the step as
+ * long as the address stays below 2^18, which the 228 KB of shared memory guarantees. */
 template <int ROWS>
 __device__ __forceinline__ uint32_t wg_desc_lo(uint32_t addr)
 {
