@@ -160,25 +160,27 @@ static cudaLaunchConfig_t launch_config(cudaLaunchAttribute (&at)[N], long long 
     return lc;
 }
 
-/* at as the dependent-launch attribute (pdl_overlap; the WG kernel's griddepcontrol.wait), on or off */
+/* at as the dependent-launch attribute (the kernels' pdl_overlap or pdl_wait), on or off */
 static void pdl_attribute(cudaLaunchAttribute &at, bool pdl)
 {
     at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at.val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
 }
 
-/* Launches KERNEL(p) on s, as a programmatic dependent launch (pdl_overlap) when pdl is set. */
-template <typename Kernel>
-static cudaError_t launch_kernel(Kernel kernel, long long grid, size_t smem, cudaStream_t s, bool pdl, const mma_params &p)
+/* Launches KERNEL(args...) on s in grid CTAs of `threads`, as a programmatic dependent launch
+ * (pdl_overlap, pdl_wait) when pdl is set. */
+template <typename Kernel, typename... Args>
+static cudaError_t launch_kernel(Kernel kernel, long long grid, int threads, size_t smem, cudaStream_t s, bool pdl,
+                                 Args... args)
 {
     if (!pdl) {
-        kernel<<<(unsigned)grid, kThreads, smem, s>>>(p);
+        kernel<<<(unsigned)grid, threads, smem, s>>>(args...);
         return cudaSuccess; /* the caller reads cudaGetLastError */
     }
     cudaLaunchAttribute at[1];
     pdl_attribute(at[0], true);
-    const cudaLaunchConfig_t lc = launch_config(at, grid, kThreads, smem, s);
-    return cudaLaunchKernelEx(&lc, kernel, p);
+    const cudaLaunchConfig_t lc = launch_config(at, grid, threads, smem, s);
+    return cudaLaunchKernelEx(&lc, kernel, args...);
 }
 
 /* The launch configuration of grid CTAs of the WG kernel in clusters of `cluster` (at: its three
@@ -210,12 +212,7 @@ static cudaError_t launch_wg_kernel(long long grid, cudaStream_t s, int cluster,
                                     const uint8_t *a_laid)
 {
     constexpr size_t smem = wg_config<ENC, ROWS>::bytes;
-    if (cluster == 0) {
-        cudaLaunchAttribute at[1];
-        pdl_attribute(at[0], pdl);
-        const cudaLaunchConfig_t lc = launch_config(at, grid, kWgThreads, smem, s);
-        return cudaLaunchKernelEx(&lc, mma_kernel_wg<ENC, ROWS, false>, p, a_laid);
-    }
+    if (cluster == 0) return launch_kernel(mma_kernel_wg<ENC, ROWS, false>, grid, kWgThreads, smem, s, pdl, p, a_laid);
     cudaLaunchAttribute at[3];
     const cudaLaunchConfig_t lc = wg_cluster_config(at, grid, smem, s, cluster, pdl);
     return cudaLaunchKernelEx(&lc, mma_kernel_wg<ENC, ROWS, true>, p, a_laid);
@@ -252,6 +249,14 @@ static bool wg_setup(int optin, int sm_count, wg_room &room)
         }
     (void)cudaGetLastError(); /* a failed query only leaves clusters off */
     return true;
+}
+
+/* Whether launch_variant's instance for (ENC, FP16A, NB) has the WG variant: bf16 activations, 64-row
+ * tiles of A (NB = 8), NVFP4, MXFP4 or FP8 weights (kernels_mma_wg.cuh) */
+template <int ENC, bool FP16A, int NB>
+constexpr bool has_wg()
+{
+    return NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8);
 }
 
 /* What a variant may use on one device: set up by setup_variant, once per device (launch_variant). */
@@ -292,7 +297,7 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
      * version 90; a compute_80 PTX that a newer GPU compiles reports 80); wg_setup checks the shared
      * memory */
 #ifdef QMM_CUDA_SM90A
-    if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8)) {
+    if constexpr (has_wg<ENC, FP16A, NB>()) {
         cudaFuncAttributes wa;
         if (e == cudaSuccess && major == 9 && cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess &&
             wa.ptxVersion == 90) {
@@ -513,7 +518,7 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
      * says what each does) */
     static const int wg_knob = knob_int("QMM_CUDA_WG", 1), wg128_knob = knob_int("QMM_CUDA_WG128", 1),
                      coarse_knob = knob_int("QMM_CUDA_WGCOARSE", 1), cl_knob = knob_int("QMM_CUDA_WGCL", kWgClusterMax);
-    if constexpr (NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8)) {
+    if constexpr (has_wg<ENC, FP16A, NB>()) {
         wg_plan plan;
         if (wg_choose(p, lim, wg_stage_chunks<ENC>(), wg_knob, wg128_knob, coarse_knob, cl_knob, plan)) {
             const cudaError_t we = plan.rows128 ? launch_wg<ENC, 128>(plan, partial_floats, s, pdl)
@@ -530,18 +535,20 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     bool launched = false;
     if constexpr (NB <= 2)
         if (whole <= whole_max) {
-            launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB>, grid, whole, s, pdl, p);
+            launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB>, grid, kThreads, whole, s, pdl, p);
             launched = true;
         }
     if constexpr (!FP16A && NB >= 2)
         if (!launched && p.aligned && pipe_ok) {
             if (NB == 2 && pair) /* the fine split fills four CTAs per SM: 4-tile stages, 64 registers */
-                launch_err = launch_kernel(mma_kernel_pipe<ENC, 2, 4, 4>, grid, pipe_config<ENC, 2, 4>::bytes, s, pdl, p);
+                launch_err =
+                    launch_kernel(mma_kernel_pipe<ENC, 2, 4, 4>, grid, kThreads, pipe_config<ENC, 2, 4>::bytes, s, pdl, p);
             else
-                launch_err = launch_kernel(mma_kernel_pipe<ENC, NB>, grid, pipe_config<ENC, NB>::bytes, s, pdl, p);
+                launch_err =
+                    launch_kernel(mma_kernel_pipe<ENC, NB>, grid, kThreads, pipe_config<ENC, NB>::bytes, s, pdl, p);
             launched = true;
         }
-    if (!launched) launch_err = launch_kernel(mma_kernel<ENC, FP16A, NB>, grid, cfg::bytes, s, false, p);
+    if (!launched) launch_err = launch_kernel(mma_kernel<ENC, FP16A, NB>, grid, kThreads, cfg::bytes, s, false, p);
     const cudaError_t last = cudaGetLastError(); /* also clears the error a failed launch left */
     return launch_err != cudaSuccess ? launch_err : last;
 }

@@ -94,10 +94,7 @@ __global__ void __launch_bounds__(256) wg_stage_a(mma_params p, uint4 *dst)
 {
     constexpr int T = ROWS / kWgRows, G = enc_traits<ENC>::tile_k / 8; /* 8-column groups per chunk */
     const size_t v = (size_t)blockIdx.x * 256 + threadIdx.x, per_tile = (size_t)p.chunks * (ROWS * G);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    /* the WG kernel, a dependent launch, may start now: it waits for this grid before it reads dst */
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
+    pdl_launch_dependents(); /* the WG kernel, a dependent launch, may start now: it waits before it reads dst */
     if (v >= per_tile * ((p.mtiles + T - 1) / T)) return;
     const int tile = (int)(v / per_tile), rest = (int)(v % per_tile);
     const int c = rest / (ROWS * G), kc = (rest / ROWS) % G, ng = (rest / 8) % (ROWS / 8), r = rest % 8;
@@ -321,7 +318,7 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
          * activations after */
         const int pre = min(kStages, nst);
         for (int i = 0; i < pre; i++) copy(i, true, false);
-        asm volatile("griddepcontrol.wait;\n" ::: "memory");
+        pdl_wait();
         for (int i = 0; i < pre; i++) copy(i, false, true);
         for (int i = pre; i < nst; i++) {
             wg_bar_wait(&empty[i % kStages], (i / kStages - 1) & 1);
