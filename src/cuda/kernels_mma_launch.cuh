@@ -7,6 +7,7 @@
 #define QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
 
 #include <atomic>
+#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled */
 #include <cstdlib>
 #include <mutex>
 
@@ -202,6 +203,58 @@ static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute (&at)[3], long l
     return launch_config(at, grid, kWgThreads, smem, s);
 }
 
+/* The driver's cuTensorMapEncodeTiled, through the runtime (the library does not link the driver);
+ * null where the runtime or the driver lacks it. */
+static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()
+{
+    static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+        void *f = nullptr;
+#if CUDART_VERSION >= 12050
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess)
+            f = nullptr;
+        (void)cudaGetLastError(); /* a failed query is not the caller's error */
+#endif
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    }();
+    return fn;
+}
+
+/* A 2-D tensor map of `rows` rows of row_bytes bytes at base, in elements of `type` (elem bytes), read in
+ * boxes of box_bytes x box_rows; false where the driver refuses it (e.g. base not 16-byte aligned). */
+static bool tensor_map_2d(CUtensorMap &m, const void *base, CUtensorMapDataType type, int elem, uint64_t row_bytes,
+                          uint64_t rows, uint32_t box_bytes, uint32_t box_rows)
+{
+    const auto encode = tensor_map_encoder();
+    const cuuint64_t dim[2] = {row_bytes / elem, rows}, stride[1] = {row_bytes};
+    const cuuint32_t box[2] = {box_bytes / elem, box_rows}, step[2] = {1, 1};
+    return encode && encode(&m, type, 2, const_cast<void *>(base), dim, stride, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/* The WG producer's tensor maps of p's weights and scales (wg_maps; maps.on = 0 where either cannot be
+ * made: the producer then copies each strip on its own). One tensor copy per stage for all 8 strips
+ * instead of one per strip (and one per strip's scales), on the H200 (BENCHMARKS.md, twentieth
+ * session): E2M1 10-22% faster at M = 33..128 on every default shape, E4M3 1-8%; 256-byte L2
+ * promotion changed nothing, so the maps take none. QMM_CUDA_WGTMAP=0 (a knob for tests and benchmarks):
+ * no maps. */
+template <int ENC>
+static wg_maps wg_maps_for(const mma_params &p)
+{
+    static const bool knob = knob_int("QMM_CUDA_WGTMAP", 1) != 0;
+    constexpr int chunks = wg_stage_chunks<ENC>(), st = enc_traits<ENC>::scale_tile;
+    wg_maps m{};
+    if (!knob || !tensor_map_2d(m.w, p.data, CU_TENSOR_MAP_DATA_TYPE_UINT64, 8, (uint64_t)p.chunks * 512,
+                                (uint64_t)p.strips, chunks * 512, kWarps))
+        return wg_maps{};
+    if (st > 0 && !tensor_map_2d(m.s, p.scales, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, (uint64_t)p.chunks * st,
+                                 (uint64_t)p.strips, chunks * st, kWarps))
+        return wg_maps{};
+    m.on = 1;
+    return m;
+}
+
 /* The WG kernel's launch (kernels_mma_wg.cuh): grid CTAs of kernel<ENC, ROWS, true> in clusters of
  * `cluster`, the splits of one piece of W, which then reduce their sums in distributed shared memory (a
  * cluster of one: the epilogue from shared memory); cluster 0: kernel<ENC, ROWS, false> without
@@ -212,10 +265,12 @@ static cudaError_t launch_wg_kernel(long long grid, cudaStream_t s, int cluster,
                                     const uint8_t *a_laid)
 {
     constexpr size_t smem = wg_config<ENC, ROWS>::bytes;
-    if (cluster == 0) return launch_kernel(mma_kernel_wg<ENC, ROWS, false>, grid, kWgThreads, smem, s, pdl, p, a_laid);
+    const wg_maps maps = wg_maps_for<ENC>(p);
+    if (cluster == 0)
+        return launch_kernel(mma_kernel_wg<ENC, ROWS, false>, grid, kWgThreads, smem, s, pdl, p, a_laid, maps);
     cudaLaunchAttribute at[3];
     const cudaLaunchConfig_t lc = wg_cluster_config(at, grid, smem, s, cluster, pdl);
-    return cudaLaunchKernelEx(&lc, mma_kernel_wg<ENC, ROWS, true>, p, a_laid);
+    return cudaLaunchKernelEx(&lc, mma_kernel_wg<ENC, ROWS, true>, p, a_laid, maps);
 }
 
 /* What the device holds of the WG kernel of one height at once (wg_setup): `slots` CTAs without

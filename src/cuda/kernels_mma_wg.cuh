@@ -44,6 +44,7 @@
 #define QMM_CUDA_KERNELS_MMA_WG_CUH
 
 #include <cooperative_groups.h>
+#include <cuda.h> /* CUtensorMap, a type only: the library calls the driver through the runtime */
 
 #include "kernels_mma.cuh"
 
@@ -130,6 +131,23 @@ __device__ __forceinline__ void wg_copy(void *dst, const void *src, uint32_t byt
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
                      wg_smem(dst)),
                  "l"(src), "r"(bytes), "r"(wg_smem(b)), "l"(policy)
+                 : "memory");
+}
+/* The WG producer's tensor maps (wg_maps_for): the prepared weights and their block scales as 2-D tensors of
+ * p.strips rows (a strip's tiles are one row of p.chunks * 512 bytes, its scales one of p.chunks *
+ * scale_tile), so that one bulk tensor copy brings a stage of all 8 strips of a CTA, where one copy per
+ * strip did. on = 0: no maps (unavailable or switched off), one copy per strip. */
+struct wg_maps {
+    CUtensorMap w, s;
+    int on;
+};
+/* box (x, y) of a 2-D tensor map to shared memory, completing on mbarrier b (as wg_copy; boxes past the
+ * tensor's edge are filled with zeros and count in full) */
+__device__ __forceinline__ void wg_copy_2d(void *dst, const CUtensorMap *map, int x, int y, uint64_t *b, uint64_t policy)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(wg_smem(dst)),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(wg_smem(b)), "l"(policy)
                  : "memory");
 }
 __device__ __forceinline__ uint64_t wg_policy(bool evict_first)
@@ -268,7 +286,7 @@ __device__ __forceinline__ void wg_reduce_cluster(const mma_params &p, const flo
  * output for the same ROWS. */
 template <int ENC, int ROWS = kWgRows, bool CLUSTER = false>
 __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
-    mma_kernel_wg(mma_params p, const uint8_t *a_laid)
+    mma_kernel_wg(mma_params p, const uint8_t *a_laid, const __grid_constant__ wg_maps maps)
 {
 #if QMM_WG_DEVICE
     using cf = wg_config<ENC, ROWS>;
@@ -299,16 +317,24 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
             const int s = i % kStages, c = c0 + i * cf::chunks, nch = min(cf::chunks, c1 - c);
             uint8_t *st = smem_wg + s * cf::stage;
             if (w && lane == 0)
-                wg_bar_expect(&full[s], (uint32_t)(nstrips * nch * (512 + cf::scale_tile) + nch * cf::chunk_a));
+                wg_bar_expect(&full[s], (uint32_t)((maps.on ? cf::w_bytes + cf::s_bytes : nstrips * nch * (512 + cf::scale_tile)) +
+                                                   nch * cf::chunk_a));
             __syncwarp();
-            if (w && lane < nstrips) {
+            if (maps.on) {
+                if (w && lane == 0) {
+                    wg_copy_2d(st, &maps.w, c * 64, strip0, &full[s], pol_w);
+                    if constexpr (cf::scale_tile > 0)
+                        wg_copy_2d(st + cf::w_bytes, &maps.s, c * cf::scale_tile, strip0, &full[s], pol_w);
+                }
+            } else if (w && lane < nstrips) {
                 const size_t tile = (size_t)(strip0 + lane) * p.chunks + c;
                 wg_copy(st + lane * cf::chunks * 512, reinterpret_cast<const uint8_t *>(p.data) + tile * 512, nch * 512,
                         &full[s], pol_w);
                 if constexpr (cf::scale_tile > 0)
                     wg_copy(st + cf::w_bytes + lane * cf::chunks * cf::scale_tile, p.scales + tile * cf::scale_tile,
                             nch * cf::scale_tile, &full[s], pol_w);
-            } else if (a && lane == kWarps) {
+            }
+            if (a && lane == kWarps) {
                 wg_copy(st + cf::w_bytes + cf::s_bytes, a_laid + ((size_t)(mtile / T) * p.chunks + c) * cf::chunk_a,
                         nch * cf::chunk_a, &full[s], pol_a);
             }
@@ -449,6 +475,7 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
 #else
     (void)p;
     (void)a_laid;
+    (void)maps;
     __trap(); /* never launched: the host checks for sm_90a code first (setup_variant) */
 #endif
 }
