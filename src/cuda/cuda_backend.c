@@ -78,15 +78,23 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   253.6/250.7/247.3/255.3 against 346.5/358.1/368.2/380.6 (per channel 12-37% faster).
  * - Past M = 128 on the three smaller default shapes (call 4): materialize stays faster for NVFP4 and
  *   MXFP4 (5-55%) and mostly for FP8; FP8 on 6144 x 18432 at M = 160/192 and per channel on 14336 x
- *   4096 were 3-12% faster fused, too little and too scattered for a row of their own. */
+ *   4096 were 3-12% faster fused, too little and too scattered for a row of their own.
+ * - Again with the WG producer's tensor maps (2026-12-01, twentieth session, call 4; the 128-row CTAs
+ *   were 10-22% faster for E2M1): on 6144 x 18432 (113 M elements) fused is now faster at M = 160, 192,
+ *   224 and 256 for all three encodings (NVFP4 130.9/137.0/162.8/166.1 against materialize's
+ *   155.9/161.5/178.9/174.6 us, MXFP4 128.7/134.5/160.4/163.0 against 154.5/159.3/176.6/164.9, FP8
+ *   135.5/141.8/172.6/177.9 against 165.2/171.7/188.5/186.0), so fused_large_elems went from 200 Mi to
+ *   100 Mi elements. On the two shapes of 58.7 M elements materialize stays faster at M = 224 and 256
+ *   (NVFP4 4096 x 14336 124.5 against 99.3 at 224) and level or slightly faster at 160 and 192 on 14336 x
+ *   4096 (NVFP4 85.5 against 84.2), so fused_max_m stays 128. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m;
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 128, (size_t)200 << 20, 256},
-    {QMM__ENC_MXFP4, 8, 128, (size_t)200 << 20, 256},
-    {QMM__ENC_FP8, 8, 128, (size_t)200 << 20, 256},
+    {QMM__ENC_NVFP4, 8, 128, (size_t)100 << 20, 256},
+    {QMM__ENC_MXFP4, 8, 128, (size_t)100 << 20, 256},
+    {QMM__ENC_FP8, 8, 128, (size_t)100 << 20, 256},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
