@@ -229,8 +229,9 @@ static bool tensor_map_2d(CUtensorMap &m, const void *base, CUtensorMapDataType 
     const auto encode = tensor_map_encoder();
     const cuuint64_t dim[2] = {row_bytes / elem, rows}, stride[1] = {row_bytes};
     const cuuint32_t box[2] = {box_bytes / elem, box_rows}, step[2] = {1, 1};
-    return encode && encode(&m, type, 2, const_cast<void *>(base), dim, stride, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                            CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    return encode && encode(&m, type, 2, const_cast<void *>(base), dim, stride, box, step,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 /* The WG producer's tensor maps of p's weights and scales (wg_maps; maps.on = 0 where either cannot be

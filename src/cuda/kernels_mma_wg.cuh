@@ -5,13 +5,14 @@
  * group of ROWS / 64 M tiles of 64 rows, as in the other variants (unit_of). Warp 8 is the producer: it
  * streams the strips' weight tiles and scales (the prepared layout, README.md) and the group's
  * activations into a ring of shared-memory stages of 128 columns of K (wg_config), by bulk copies
- * (cp.async.bulk) that complete on the stage's `full` mbarrier; each consumer warp frees a stage on its `empty`
- * mbarrier once the MMAs that read it are complete. Each consumer warp decodes its strip's 16 bytes per
- * lane per tile exactly as the other variants do (decode_ktile) into wgmma's register A fragments (a
- * warp's part of them has mma.m16n8k16's A layout), and its warpgroup issues one wgmma m64nROWSk16 per
- * k-tile; the next half stage is decoded while the one before it multiplies (wgmma.wait_group 1). 64 rows:
- * two CTAs per SM, three stages; 128 rows: one CTA per SM, four stages, each weight tile decoded once
- * for both M tiles.
+ * (one tensor copy of all 8 strips' weights and one of their scales where wg_maps has maps, else one
+ * cp.async.bulk per strip; one for the activations) that complete on the stage's `full` mbarrier;
+ * each consumer warp frees a stage on its `empty` mbarrier once the MMAs that read it are complete.
+ * Each consumer warp decodes its strip's 16 bytes per lane per tile exactly as the other variants do
+ * (decode_ktile) into wgmma's register A fragments (a warp's part of them has mma.m16n8k16's A
+ * layout), and its warpgroup issues one wgmma m64nROWSk16 per k-tile; the next half stage is decoded
+ * while the one before it multiplies (wgmma.wait_group 1). 64 rows: two CTAs per SM, three stages; 128
+ * rows: one CTA per SM, four stages, each weight tile decoded once for both M tiles.
  *
  * The activations are laid out first, by wg_stage_a, into the workspace past the partials in wgmma's
  * no-swizzle K-major order: per ROWS-row tile and chunk, eight 8-column groups, each of ROWS / 8 8-row
@@ -283,7 +284,7 @@ __device__ __forceinline__ void wg_reduce_cluster(const mma_params &p, const flo
 }
 
 /* The WG kernel (see the top of this file): ROWS rows of A per CTA (wg_config). a_laid: wg_stage_a's
- * output for the same ROWS. */
+ * output for the same ROWS. maps: the weights' and scales' tensor maps (wg_maps_for), or none. */
 template <int ENC, int ROWS = kWgRows, bool CLUSTER = false>
 __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
     mma_kernel_wg(mma_params p, const uint8_t *a_laid, const __grid_constant__ wg_maps maps)
@@ -317,7 +318,8 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
             const int s = i % kStages, c = c0 + i * cf::chunks, nch = min(cf::chunks, c1 - c);
             uint8_t *st = smem_wg + s * cf::stage;
             if (w && lane == 0)
-                wg_bar_expect(&full[s], (uint32_t)((maps.on ? cf::w_bytes + cf::s_bytes : nstrips * nch * (512 + cf::scale_tile)) +
+                wg_bar_expect(&full[s], (uint32_t)((maps.on ? cf::w_bytes + cf::s_bytes /* whole boxes */
+                                                            : nstrips * nch * (512 + cf::scale_tile)) +
                                                    nch * cf::chunk_a));
             __syncwarp();
             if (maps.on) {
