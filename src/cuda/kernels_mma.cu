@@ -28,6 +28,7 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
     p.cps = p.chunks;
     p.pairs = 0;
     p.half = 0;
+    p.whole_part = 0;
     p.aligned = ((uintptr_t)a % 16 == 0) && (lda % 8 == 0);
     /* fp16 activations meet an fp16 decode where the encoding has one (qmm__cuda_half_decode: one fp16 MMA
      * per product; on the H200 NVFP4 and MXFP4 1.9-2.9x faster at M = 16-64, BENCHMARKS.md rows 45-46),

@@ -455,7 +455,10 @@ __device__ __forceinline__ void pdl_overlap()
 /* WHOLE: the CTA's whole K range of activations staged once, then every warp streams its tiles with no
  * further barrier (NB = 1 and 2, when it fits in shared memory). The ring's steady state runs with no
  * predicate: a turn of `depth` tiles loads the next turn's, while two turns remain; the last two turns
- * are peeled. */
+ * are peeled. p.whole_part > 0 (a multiple of depth): the range is staged p.whole_part chunks at a
+ * time in two parts, the second once every warp is past the first part's tiles (two barriers at that
+ * turn), so fewer bytes of shared memory hold more CTAs per SM; the tiles, their order and the sums are
+ * the same. */
 template <int ENC, bool FP16A, int NB>
 __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mma_params p)
 {
@@ -469,7 +472,11 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
     const int c0 = u.c0, n = u.c1 - u.c0;
     const int m0 = u.mtile * cfg::rows;
     const int srows = whole_rows(cfg::rows, min(cfg::rows, p.m - m0));
-    const int klen = p.cps * tr::tile_k, stride = whole_stride(klen), plane_words = srows * stride;
+    const int part = NB == 1 && p.whole_part > 0 ? p.whole_part : p.cps; /* chunks staged at a time */
+    const int klen = part * tr::tile_k, stride = whole_stride(klen), plane_words = srows * stride;
+    /* the turn at which the second part is staged (a multiple of D; past n: none); the GEMV's only
+     * (NB = 1: whole_part), so NB = 2's code is as it was */
+    const int turn2 = NB == 1 && p.whole_part > 0 && p.whole_part < n ? p.whole_part : n + D;
 
     const uint4 *dq;
     const uint8_t *sq;
@@ -477,14 +484,26 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
     uint2 sring[D];
     ring_start<ENC>(p, u, n, lane, g, dq, sq, ring, sring);
     pdl_overlap();
-    /* stage A[m0 .. m0 + srows) x [c0 * tile_k, + klen): rows past M load as zeros */
-    const int per_row = klen / 8, kbase = c0 * tr::tile_k;
-    for (int v = tid; v < srows * per_row; v += kThreads) {
-        const int r = v / per_row, col = (v % per_row) * 8;
-        store_a8<FP16A>(smem + r * stride, col, plane_words, load_a8(p, m0 + r, kbase + col));
-    }
+    /* stage A[m0 .. m0 + srows) x [(c0 + from) * tile_k, + klen): rows past M load as zeros (and columns
+     * past K: a part may reach past the unit's range, whose staged columns nothing reads) */
+    const int per_row = klen / 8;
+    auto stage = [&](int from) {
+        const int kbase = (c0 + from) * tr::tile_k;
+        for (int v = tid; v < srows * per_row; v += kThreads) {
+            const int r = v / per_row, col = (v % per_row) * 8;
+            store_a8<FP16A>(smem + r * stride, col, plane_words, load_a8(p, m0 + r, kbase + col));
+        }
+    };
+    stage(0);
     __syncthreads();
-    if (!u.active) return;
+    if (!u.active) { /* its share of the second part's staging and barriers, nothing else */
+        if (NB == 1 && turn2 < n) {
+            __syncthreads();
+            stage(turn2);
+            __syncthreads();
+        }
+        return;
+    }
 
     const uint32_t *rp[NB];
 #pragma unroll
@@ -507,9 +526,7 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
 #pragma unroll
         for (int nb = 0; nb < NB; nb++) rp[nb] += D * TW;
     };
-    int c = 0;
-#pragma unroll 1
-    for (; c + 2 * D <= n; c += D) {
+    auto turn = [&]() {
 #pragma unroll
         for (int q = 0; q < D; q++) {
             tile(q, ring[q], sring[q]); /* then the slot's next load: its registers are free, no copies */
@@ -517,7 +534,22 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
             sring[q] = load_scales<ENC>(sq + (D + q) * ST);
         }
         advance();
-    }
+    };
+    /* the second part: staged where the first part's tiles are done, read from the staging's start */
+    auto second_part = [&](int c) {
+        if (NB > 1 || c != turn2) return;
+        __syncthreads();
+        stage(turn2);
+        __syncthreads();
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) rp[nb] -= turn2 * TW; /* advance() moved them turn2 tiles on */
+    };
+    int c = 0; /* two loops (the check inside one loop spilled ptxas's registers in it) */
+#pragma unroll 1
+    for (; c + 2 * D <= n && (NB > 1 || c < turn2); c += D) turn();
+    second_part(c);
+#pragma unroll 1
+    for (; c + 2 * D <= n; c += D) turn();
 #pragma unroll
     for (int q = 0; q < D; q++)
         if (c + q < n) {
@@ -529,6 +561,7 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mm
         }
     c += D;
     advance();
+    second_part(c);
 #pragma unroll
     for (int q = 0; q < D; q++)
         if (c + q < n) tile(q, ring[q], sring[q]);

@@ -26,8 +26,13 @@ static int strip_groups(int strips) { return (strips + kWarps - 1) / kWarps; }
  * the latency), so the time goes as max(ceil(CTAs / SMs), 4) * (tiles per split + 4), the 4 standing
  * for a CTA's start and split-K reduction. Ties go to fewer splits; at least two steps per split. It
  * picks the measured fastest split for (28672, 8192), (8192, 28672) and (14336, 4096) and 16 for
- * (4096, 14336), 5% slower there than 8 at M = 1 and 11% at M = 8. */
-static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
+ * (4096, 14336), 5% slower there than 8 at M = 1 and 11% at M = 8. cta_tiles: that start's cost in
+ * tiles, 4 as fitted; E2M1 takes kE2m1CtaTiles, the least that picks split 2 on (28672, 8192): with
+ * WHOLE's staging in two parts (whole_part) that split is 4-6% faster than split 4 at M = 1..4 and 3-4%
+ * at M = 6..8 for NVFP4 and MXFP4 on the H200, and (18432, 6144), moved from 4 to 3, 0-2% (BENCHMARKS.md,
+ * twenty-first session, row 85). */
+constexpr int kE2m1CtaTiles = 11;
+static int split_for(int strips, int chunks, int tiles_per_step, int sm_count, int cta_tiles = 4)
 {
     const long long groups = strip_groups(strips);
     const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
@@ -37,7 +42,7 @@ static int split_for(int strips, int chunks, int tiles_per_step, int sm_count)
         const int cps = (chunks + sp - 1) / sp;
         if ((chunks + cps - 1) / cps != sp) continue; /* no empty splits */
         const long long per_sm = (groups * sp + sm_count - 1) / sm_count;
-        const long long cost = (per_sm > 4 ? per_sm : 4) * (cps + 4);
+        const long long cost = (per_sm > 4 ? per_sm : 4) * (cps + cta_tiles);
         if (best_cost < 0 || cost < best_cost) best_cost = cost, best = sp;
     }
     return best;
@@ -320,6 +325,7 @@ struct variant_limits {
     bool pipe_ok = false, pdl_able = false, wg_ok = false, wg128_ok = false;
     wg_room wg[2]; /* what the device holds of the WG kernel of 64 and 128 rows */
     size_t whole_max = 0;
+    size_t smem_sm = 0, smem_reserved = 0; /* shared memory per SM, and what the system takes per CTA */
 };
 
 /* Raises the shared-memory limits of variant (ENC, FP16A, NB)'s kernels on device dev, the current one
@@ -334,6 +340,11 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
     int optin = 0, major = 0;
     cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    int smem_sm = 0, reserved = 0;
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev);
+    lim.smem_sm = (size_t)smem_sm;
+    lim.smem_reserved = (size_t)reserved;
     if (e == cudaSuccess) e = cudaFuncSetAttribute(mma_kernel<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::bytes);
     lim.whole_max = optin < kWholeMax ? (size_t)optin : (size_t)kWholeMax;
     if constexpr (NB <= 2)
@@ -502,6 +513,29 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
     return wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || plan.rows128));
 }
 
+/* The GEMV's WHOLE staging in two parts (p.whole_part, mma_kernel_whole): half the CTA's chunks (rounded
+ * up to the ring's depth D) at a time where staging them all at once would hold fewer CTAs per SM than
+ * its registers allow (kWholeRegSlots) and the grid has more CTAs than the device then holds, and the
+ * halves would hold more: (28672, 8192) at split 2 from M = 6 (WHOLE stages M + 1 rows of 4096 columns,
+ * 57.8 KB: three CTAs per SM, 396 slots for 448 CTAs; BENCHMARKS.md row 84). 0: all at once. The
+ * parts change no sum (the same tiles in the same order), so M may decide them. QMM_CUDA_WHOLEPARTS (a
+ * knob for tests and benchmarks): 0 never, 1 by this rule (default), 2 wherever a unit has two parts. */
+constexpr int kWholeRegSlots = 4; /* mma_kernel_whole's CTAs per SM for NB = 1 (its launch bounds) */
+template <int D, typename Bytes>
+static int whole_part(int cps, long long grid, int sm_count, const variant_limits &lim, Bytes whole_bytes)
+{
+    static const int knob = knob_int("QMM_CUDA_WHOLEPARTS", 1);
+    const int h = ((cps + 1) / 2 + D - 1) / D * D;
+    if (knob == 0 || h >= cps) return 0;
+    if (knob == 2) return h;
+    auto slots = [&](size_t bytes) {
+        const long long by_smem = lim.smem_sm ? (long long)(lim.smem_sm / (bytes + lim.smem_reserved)) : kWholeRegSlots;
+        return (by_smem < kWholeRegSlots ? by_smem : kWholeRegSlots) * sm_count;
+    };
+    const long long all = slots(whole_bytes(cps));
+    return all < grid && slots(whole_bytes(h)) > all ? h : 0;
+}
+
 /* Launch one variant: its setup once per device, then the grid of (strip group, split, M tile) with the
  * M tiles of one piece of W adjacent. */
 template <int ENC, bool FP16A, int NB>
@@ -559,7 +593,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     const bool tall = !pair && NB >= 2 && forced_splits <= 0 && tall_knob != 0 &&
                       tall_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count, tall_knob == 2);
     if (!pair && !tall) {
-        int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks) : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count)
+        int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks)
+                     : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count, is_fp8(ENC) ? 4 : kE2m1CtaTiles)
                                               : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
         const size_t mstride = p.m < cfg::rows ? (size_t)p.m : (size_t)cfg::rows;
         /* a workspace too small for the partials: fewer splits (only then, and where a small workspace
@@ -584,7 +619,14 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     }
     const long long grid = (long long)strip_groups(p.strips) * p.splits * p.mtiles;
     const int srows = whole_rows(cfg::rows, p.m < cfg::rows ? p.m : cfg::rows);
-    const size_t whole = (size_t)cfg::planes * srows * (size_t)whole_stride(p.cps * enc_traits<ENC>::tile_k) * 4;
+    auto whole_bytes = [&](int chunks) {
+        return (size_t)cfg::planes * srows * (size_t)whole_stride(chunks * enc_traits<ENC>::tile_k) * 4;
+    };
+    size_t whole = whole_bytes(p.cps);
+    if constexpr (NB == 1) {
+        p.whole_part = whole_part<cfg::depth>(p.cps, grid, sm_count, lim, whole_bytes);
+        if (p.whole_part > 0) whole = whole_bytes(p.whole_part);
+    }
     /* WHOLE where it fits (NB <= 2; at M = 16 it beat PIPE on 3 of the 5 default shapes by 2-12%), then
      * PIPE (activations not split, in 16-byte aligned rows; 20-35% faster than STEP at M = 32..256), then
      * STEP */
