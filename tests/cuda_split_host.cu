@@ -53,9 +53,10 @@ static qmm_test_wg wg_choose_of(int m, int strips, int chunks, int sm_count, con
     p.m = m;
     p.strips = strips;
     p.chunks = chunks;
-    p.mtiles = (m + kWgRows - 1) / kWgRows;
-    const int tps = stage_config<ENC, false, 8>::tiles_per_step;
-    if (!tall_split<8>(p, tps, sm_count, (size_t)1 << 40, (size_t)1 << 30, false)) {
+    const int rows = m <= 32 ? 32 : kWgRows; /* the fused path's tiles: 32 rows (NB = 4) to M = 32 */
+    p.mtiles = (m + rows - 1) / rows;
+    const int tps = rows == 32 ? stage_config<ENC, false, 4>::tiles_per_step : stage_config<ENC, false, 8>::tiles_per_step;
+    if (rows == 32 || !tall_split<8>(p, tps, sm_count, (size_t)1 << 40, (size_t)1 << 30, false)) {
         const int sp = split_for_fused(strips, chunks, tps, sm_count);
         p.cps = (chunks + sp - 1) / sp;
         p.splits = (chunks + p.cps - 1) / p.cps;
@@ -69,7 +70,7 @@ static qmm_test_wg wg_choose_of(int m, int strips, int chunks, int sm_count, con
     }
     wg_plan plan;
     qmm_test_wg t;
-    t.taken = wg_choose(p, lim, wg_stage_chunks<ENC>(), 1, 1, 1, kWgClusterMax, plan);
+    t.taken = wg_choose(p, lim, wg_stage_chunks<ENC>(), 1, 1, 1, kWgClusterMax, plan, rows);
     t.rows128 = plan.rows128, t.cluster = plan.cluster, t.splits = plan.p.splits, t.half = plan.p.half;
     return t;
 }

@@ -28,7 +28,7 @@ static const qmm_dtype ctypes[3] = {QMM_DTYPE_FP32, QMM_DTYPE_BF16, QMM_DTYPE_FP
 /* Every path x format x M on odd shapes, with random types and epilogues per case. */
 static void test_paths_and_shapes(void)
 {
-    static const size_t ms[] = {1, 2, 3, 7, 16, 33, 100, 200};
+    static const size_t ms[] = {1, 2, 3, 7, 16, 24, 33, 100, 200};
     static const size_t nk[][2] = {{129, 200}, {40, 4111}, {301, 97}, {17, 1000}};
     static const qmm_path paths[4] = {QMM_PATH_AUTO, QMM_PATH_GEMV, QMM_PATH_FUSED, QMM_PATH_MATERIALIZE};
     char label[160];
@@ -364,14 +364,17 @@ static void test_batch_invariance(void)
         mm_check_batch_invariance(ctx, formats[f], 300, 3000, 9, 30, "fused 9 vs 30 (16- and 32-row tiles)");
         mm_check_batch_invariance(ctx, formats[f], 200, 2000, 40, 130, "fused 40 vs 130 (one and three 64-row tiles)");
         /* on sm_90a NVFP4 and MXFP4 run 64-row tiles of bf16 rows by wgmma (the WG variant) and 32-row
-         * tiles by mma.sync (PIPE): the same bits (as "unaligned 12 vs 40" below checks against WHOLE) */
-        mm_check_batch_invariance(ctx, formats[f], 300, 3000, 30, 40, "fused 30 vs 40 (PIPE 32-row tiles, WG)");
+         * tiles by mma.sync (PIPE), or by wgmma too where K has at most five splits or QMM_CUDA_WG=2
+         * (test_cuda_wg and the other WG tests: the WG variant's 32-row CTAs): the same bits (as
+         * "unaligned 12 vs 40" below checks against WHOLE) */
+        mm_check_batch_invariance(ctx, formats[f], 300, 3000, 30, 40, "fused 30 vs 40 (32- and 64-row tiles)");
         /* and the WG variant's 64-row CTAs against its 128-row ones (two M tiles, one wgmma m64n128k16) */
         mm_check_batch_invariance(ctx, formats[f], 300, 2000, 64, 100, "fused 64 vs 100 (WG 64- and 128-row CTAs)");
         /* FP8 takes the WG variant only over units of an even number of 32-column chunks (wg_choose), which
          * the two shapes above do not have (94 chunks in units of 9; 63): K = 2048 is 64 chunks in units
-         * of 8, so FP8 runs WG there against PIPE's 32-row tiles, and 64- against 128-row CTAs */
-        mm_check_batch_invariance(ctx, formats[f], 300, 2048, 30, 40, "fused K = 2048 30 vs 40 (PIPE, WG)");
+         * of 8, so FP8 runs WG there against 32-row tiles (PIPE, or WG where it takes them), and 64-
+         * against 128-row CTAs */
+        mm_check_batch_invariance(ctx, formats[f], 300, 2048, 30, 40, "fused K = 2048 30 vs 40 (32- and 64-row tiles)");
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 64, 100, "fused K = 2048 64 vs 100 (WG 64 and 128 rows)");
         /* the STEP variant: fp16 activations, and bf16 rows that are not 16-byte aligned */
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 1500, 300, 1500, 9, 70, "fused fp16 9 vs 70");

@@ -111,6 +111,17 @@ static void check_wg_plans(void)
         {14336, 4096, 64, 0, 2, 2, 0}, {14336, 4096, 128, 1, 1, 1, 32},  {14336, 4096, 256, 1, 1, 1, 32},
         {28672, 8192, 64, 0, 0, 1, 0}, {28672, 8192, 128, 1, 1, 1, 0},
     };
+    /* 32-row tiles (M = 17..32) where K is split in at most five units: not (4096, 14336)'s eight */
+    static const struct {
+        int n, k, taken, splits;
+    } want32[] = {{8192, 28672, 1, 4}, {6144, 18432, 1, 5}, {4096, 14336, 0, 8}, {14336, 4096, 1, 2}, {28672, 8192, 1, 1}};
+    for (size_t i = 0; i < sizeof want32 / sizeof want32[0]; i++) {
+        const int n = want32[i].n, k = want32[i].k;
+        const qmm_test_wg t = qmm_test_wg_choose(0, 24, n / 16, ceil_div(k, 64), 132, slots, clusters);
+        CHECK(t.taken == want32[i].taken && (!t.taken || (!t.rows128 && t.splits == want32[i].splits)),
+              "(%d, %d) M = 24: WG %d, 128 rows %d, %d units; want WG %d, 0, %d", n, k, t.taken, t.rows128, t.splits,
+              want32[i].taken, want32[i].splits);
+    }
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const int n = want[i].n, k = want[i].k, m = want[i].m;
         const qmm_test_wg t = qmm_test_wg_choose(0, m, n / 16, ceil_div(k, 64), 132, slots, clusters);

@@ -312,18 +312,19 @@ static bool wg_setup(int optin, int sm_count, wg_room &room)
     return true;
 }
 
-/* Whether launch_variant's instance for (ENC, FP16A, NB) has the WG variant: bf16 activations, 64-row
- * tiles of A (NB = 8), NVFP4, MXFP4 or FP8 weights (kernels_mma_wg.cuh) */
+/* Whether launch_variant's instance for (ENC, FP16A, NB) has the WG variant: bf16 activations, 32- or
+ * 64-row tiles of A (NB = 4 or 8; CTAs of 8 * NB rows, and of 128 at NB = 8), NVFP4, MXFP4 or FP8
+ * weights (kernels_mma_wg.cuh) */
 template <int ENC, bool FP16A, int NB>
 constexpr bool has_wg()
 {
-    return NB == 8 && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8);
+    return (NB == 4 || NB == 8) && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8);
 }
 
 /* What a variant may use on one device: set up by setup_variant, once per device (launch_variant). */
 struct variant_limits {
     bool pipe_ok = false, pdl_able = false, wg_ok = false, wg128_ok = false;
-    wg_room wg[2]; /* what the device holds of the WG kernel of 64 and 128 rows */
+    wg_room wg[2]; /* what the device holds of the WG kernel of 8 * NB rows and of 128 (NB = 8) */
     size_t whole_max = 0;
     size_t smem_sm = 0, smem_reserved = 0; /* shared memory per SM, and what the system takes per CTA */
 };
@@ -368,8 +369,8 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
         cudaFuncAttributes wa;
         if (e == cudaSuccess && major == 9 && cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess &&
             wa.ptxVersion == 90) {
-            lim.wg_ok = wg_setup<ENC, kWgRows>(optin, sm_count, lim.wg[0]);
-            lim.wg128_ok = lim.wg_ok && wg_setup<ENC, 128>(optin, sm_count, lim.wg[1]);
+            lim.wg_ok = wg_setup<ENC, 8 * NB>(optin, sm_count, lim.wg[0]);
+            if constexpr (NB == 8) lim.wg128_ok = lim.wg_ok && wg_setup<ENC, 128>(optin, sm_count, lim.wg[1]);
         }
         (void)cudaGetLastError(); /* a failed query or setting only leaves the variant off */
     }
@@ -450,7 +451,7 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
 {
     using cf = wg_config<ENC, ROWS>;
     const mma_params &p = w.p;
-    const size_t mstride = p.m < kWgRows ? (size_t)p.m : (size_t)kWgRows;
+    const size_t mstride = p.m < cf::tile_rows ? (size_t)p.m : (size_t)cf::tile_rows;
     const size_t part_bytes = ((size_t)p.mtiles * p.strips * p.splits * mstride * 16 * sizeof(float) + 255) / 256 * 256;
     const size_t groups = (size_t)(p.mtiles + cf::tiles - 1) / cf::tiles; /* CTAs per (strip group, split) */
     const size_t a_bytes = groups * p.chunks * cf::chunk_a;
@@ -491,14 +492,22 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
  *   28672) M = 224..256 280 against 424-428 us; (4096, 14336) and (14336, 4096) M = 256 144.2 against
  *   155.5 and 127.7 against 132.9) and lost where it does not ((6144, 18432): 236.9 against 208.7).
  *   coarse_knob (QMM_CUDA_WGCOARSE): 2 wherever the fine units have pairs and M > 64, 0 never.
- * - cl_knob (QMM_CUDA_WGCL): the largest cluster (wg_plan_of), kWgClusterMax by default, 0 none. */
+ * - cl_knob (QMM_CUDA_WGCL): the largest cluster (wg_plan_of), kWgClusterMax by default, 0 none.
+ * - 32-row tiles (tile_rows 32, M = 17..32; 32-row CTAs, one wgmma m64n32k16 per k-tile) where K is split
+ *   in at most kWg32MaxSplits fine units (wg_knob 2: wherever the units are whole half stages). On the
+ *   H200 against PIPE's 32-row tiles (BENCHMARKS.md, twenty-first session, NVFP4 and FP8, M = 17, 24,
+ *   32): one split ((28672, 8192)) 10-19% faster, two ((14336, 4096)) 7-19%, four ((8192, 28672))
+ *   10-22%, five ((6144, 18432)) 1-8%, eight ((4096, 14336)) 3-9% slower, with or without clusters (the
+ *   cause of the loss with many splits is not known). */
+constexpr int kWg32MaxSplits = 5;
 static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_chunks, int wg_knob, int wg128_knob,
-                      int coarse_knob, int cl_knob, wg_plan &plan)
+                      int coarse_knob, int cl_knob, wg_plan &plan, int tile_rows = kWgRows)
 {
     const mma_params f = fine_units(p);
     /* units of whole half stages (mma_kernel_wg): for E4M3 an even number of chunks */
     const int hs = stage_chunks / 2;
     if (!lim.wg_ok || f.cps % hs != 0 || p.chunks % hs != 0) return false;
+    if (tile_rows < kWgRows && wg_knob != 2 && f.splits > kWg32MaxSplits) return false;
     /* 128-row CTAs at all: past one M tile, unless QMM_CUDA_WG128=0; long units: 96 chunks of 64 columns
      * (E2M1), 192 of 32 (E4M3) */
     const bool can128 = lim.wg128_ok && p.m > kWgRows && wg128_knob != 0;
@@ -611,9 +620,13 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
                      coarse_knob = knob_int("QMM_CUDA_WGCOARSE", 1), cl_knob = knob_int("QMM_CUDA_WGCL", kWgClusterMax);
     if constexpr (has_wg<ENC, FP16A, NB>()) {
         wg_plan plan;
-        if (wg_choose(p, lim, wg_stage_chunks<ENC>(), wg_knob, wg128_knob, coarse_knob, cl_knob, plan)) {
-            const cudaError_t we = plan.rows128 ? launch_wg<ENC, 128>(plan, partial_floats, s, pdl)
-                                                : launch_wg<ENC, kWgRows>(plan, partial_floats, s, pdl);
+        if (wg_choose(p, lim, wg_stage_chunks<ENC>(), wg_knob, wg128_knob, coarse_knob, cl_knob, plan, cfg::rows)) {
+            cudaError_t we;
+            if constexpr (NB == 8)
+                we = plan.rows128 ? launch_wg<ENC, 128>(plan, partial_floats, s, pdl)
+                                  : launch_wg<ENC, kWgRows>(plan, partial_floats, s, pdl);
+            else
+                we = launch_wg<ENC, 8 * NB>(plan, partial_floats, s, pdl);
             if (we != cudaErrorNotSupported) return we;
         }
     }

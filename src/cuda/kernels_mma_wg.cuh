@@ -1,5 +1,5 @@
 /* WG variant of the fused path (sm_90a): bf16 activations against NVFP4, MXFP4 and FP8 weights by wgmma
- * with the decoded weights as its register A operand, in CTAs of 64 or 128 rows of A (ROWS).
+ * with the decoded weights as its register A operand, in CTAs of 32, 64 or 128 rows of A (ROWS).
  *
  * A CTA of 9 warps owns 8 strips (128 weight rows, two warpgroups of 64) over one unit of K and one
  * group of ROWS / 64 M tiles of 64 rows, as in the other variants (unit_of). Warp 8 is the producer: it
@@ -11,8 +11,9 @@
  * Each consumer warp decodes its strip's 16 bytes per lane per tile exactly as the other variants do
  * (decode_ktile) into wgmma's register A fragments (a warp's part of them has mma.m16n8k16's A
  * layout), and its warpgroup issues one wgmma m64nROWSk16 per k-tile; the next half stage is decoded
- * while the one before it multiplies (wgmma.wait_group 1). 64 rows: two CTAs per SM, three stages; 128
- * rows: one CTA per SM, four stages, each weight tile decoded once for both M tiles.
+ * while the one before it multiplies (wgmma.wait_group 1). 32 and 64 rows (one of the fused path's 32-
+ * or 64-row M tiles): two CTAs per SM, three stages; 128 rows (two 64-row M tiles): one CTA per SM,
+ * four stages, each weight tile decoded once for both M tiles.
  *
  * The activations are laid out first, by wg_stage_a, into the workspace past the partials in wgmma's
  * no-swizzle K-major order: per ROWS-row tile and chunk, eight 8-column groups, each of ROWS / 8 8-row
@@ -59,7 +60,7 @@
 namespace qmm_mma {
 
 constexpr int kWgStageK = 128;             /* columns of K per stage: two halves of four k-tiles */
-constexpr int kWgRows = 64;                /* rows of A per M tile of the fused path (unit_of, finish_unit) */
+constexpr int kWgRows = 64;                /* rows of A per M tile of the fused path at NB = 8 (unit_of, finish_unit) */
 constexpr int kWgThreads = kThreads + 32;  /* two consumer warpgroups and the producer warp */
 
 /* Chunks (weight tiles of one strip) per stage of the encoding: 2 of 64 columns (E2M1), 4 of 32 (E4M3).
@@ -67,34 +68,38 @@ constexpr int kWgThreads = kThreads + 32;  /* two consumer warpgroups and the pr
 template <int ENC>
 constexpr int wg_stage_chunks() { return kWgStageK / enc_traits<ENC>::tile_k; }
 
-/* ROWS: rows of A per CTA, the N of its wgmma: 64 (one M tile, two CTAs per SM, three stages) or 128 (two
- * M tiles, one wgmma m64n128k16 per k-tile, one CTA per SM, four stages). A stage holds `chunks` chunks
- * of each of the 8 strips (and their block scales, none for E4M3) and of A; each half of it, 64 columns
- * (one E2M1 chunk or two E4M3 ones), is decoded into four k-tiles' A fragments. */
+/* ROWS: rows of A per CTA, the N of its wgmma: 32 or 64 (one M tile of the fused path's 32- or 64-row
+ * tiles, two CTAs per SM, three stages) or 128 (two 64-row M tiles, one wgmma m64n128k16 per k-tile, one
+ * CTA per SM, four stages). A stage holds `chunks` chunks of each of the 8 strips (and their block
+ * scales, none for E4M3) and of A; each half of it, 64 columns (one E2M1 chunk or two E4M3 ones), is
+ * decoded into four k-tiles' A fragments. */
 template <int ENC, int ROWS = kWgRows>
 struct wg_config {
+    static_assert(ROWS == 32 || ROWS == kWgRows || ROWS == 2 * kWgRows, "CTAs of 32, 64 or 128 rows");
     static constexpr int scale_tile = enc_traits<ENC>::scale_tile;
     static constexpr int tile_k = enc_traits<ENC>::tile_k;
     static constexpr int ktiles = tile_k / 16;     /* k-tiles of 16 columns per chunk */
     static constexpr int chunks = wg_stage_chunks<ENC>();
     static constexpr int half = chunks / 2;         /* chunks per half stage */
-    static constexpr int tiles = ROWS / kWgRows;  /* M tiles per CTA */
-    static constexpr int stages = ROWS == kWgRows ? 3 : 4;
+    static constexpr int tile_rows = ROWS < kWgRows ? ROWS : kWgRows; /* rows of A per M tile (p.mtiles) */
+    static constexpr int tiles = ROWS / tile_rows;  /* M tiles per CTA */
+    static constexpr int stages = ROWS <= kWgRows ? 3 : 4;
     static constexpr int chunk_a = ROWS * tile_k * 2; /* bytes of one chunk of laid-out A */
     static constexpr int w_bytes = kWarps * chunks * 512;
     static constexpr int s_bytes = kWarps * chunks * scale_tile;
     static constexpr int stage = w_bytes + s_bytes + chunks * chunk_a;
     static constexpr int bytes = stages * stage + 2 * stages * 8; /* and the mbarriers */
     static_assert(half * ktiles == 4, "a half stage is four k-tiles");
+    static_assert(stage % 128 == 0 && (w_bytes + s_bytes) % 128 == 0, "stages and their parts 128-byte aligned");
 };
 
 /* Lays A out for the WG kernel in tiles of ROWS rows: one 16-byte piece (8 columns of one row) per
  * thread; dst holds ceil(mtiles / (ROWS / 64)) * chunks * wg_config::chunk_a bytes (p.mtiles counts
- * 64-row tiles). */
+ * tiles of wg_config::tile_rows rows). */
 template <int ENC, int ROWS> /* one instance per translation unit (encoding) */
 __global__ void __launch_bounds__(256) wg_stage_a(mma_params p, uint4 *dst)
 {
-    constexpr int T = ROWS / kWgRows, G = enc_traits<ENC>::tile_k / 8; /* 8-column groups per chunk */
+    constexpr int T = wg_config<ENC, ROWS>::tiles, G = enc_traits<ENC>::tile_k / 8; /* 8-column groups per chunk */
     const size_t v = (size_t)blockIdx.x * 256 + threadIdx.x, per_tile = (size_t)p.chunks * (ROWS * G);
     pdl_launch_dependents(); /* the WG kernel, a dependent launch, may start now: it waits before it reads dst */
     if (v >= per_tile * ((p.mtiles + T - 1) / T)) return;
@@ -188,9 +193,18 @@ __device__ __forceinline__ void wg_fence_acc(float (&d)[N])
 /* the operand lists of wg_mma: accumulators d[b .. b + 15] */
 #define QMM_WG_D4(b) "+f"(d[b]), "+f"(d[(b) + 1]), "+f"(d[(b) + 2]), "+f"(d[(b) + 3])
 #define QMM_WG_D16(b) QMM_WG_D4(b), QMM_WG_D4((b) + 4), QMM_WG_D4((b) + 8), QMM_WG_D4((b) + 12)
-/* D (64 x N, fp32) += A (64 x 16 bf16, registers) * B (16 x N bf16, shared memory, K-major), N = 64, 128 */
+/* D (64 x N, fp32) += A (64 x 16 bf16, registers) * B (16 x N bf16, shared memory, K-major), N = 32, 64, 128 */
 template <int N>
 __device__ void wg_mma(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc);
+template <>
+__device__ __forceinline__ void wg_mma<32>(float (&d)[16], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
+                 "%10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+                 : QMM_WG_D16(0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
 template <>
 __device__ __forceinline__ void wg_mma<64>(float (&d)[32], const uint32_t (&a)[4], uint64_t desc)
 {
@@ -233,6 +247,7 @@ __device__ __forceinline__ void wg_reduce_cluster(const mma_params &p, const flo
                                                   int mtile)
 {
     constexpr int E = ROWS / 2, kB = 4, rounds = ROWS / 2; /* 16 * ROWS values, 32 per round */
+    constexpr int TR = ROWS < kWgRows ? ROWS : kWgRows;   /* rows per M tile (wg_config::tile_rows) */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     /* stg in the shared memory of each CTA of the cluster (32-bit shared::cluster addresses) */
     uint32_t rem[kWgClusterMax];
@@ -277,7 +292,7 @@ __device__ __forceinline__ void wg_reduce_cluster(const mma_params &p, const flo
         const int n = strip * 16 + nl;
 #pragma unroll
         for (int b = 0; b < kB; b++) {
-            const int m = mtile * kWgRows + ml[b];
+            const int m = mtile * TR + ml[b];
             if (m < p.m && n < p.n) qmm__epilogue_store(p.e, (size_t)m, (size_t)n, tot[b]);
         }
     }
@@ -286,12 +301,12 @@ __device__ __forceinline__ void wg_reduce_cluster(const mma_params &p, const flo
 /* The WG kernel (see the top of this file): ROWS rows of A per CTA (wg_config). a_laid: wg_stage_a's
  * output for the same ROWS. maps: the weights' and scales' tensor maps (wg_maps_for), or none. */
 template <int ENC, int ROWS = kWgRows, bool CLUSTER = false>
-__global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
+__global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
     mma_kernel_wg(mma_params p, const uint8_t *a_laid, const __grid_constant__ wg_maps maps)
 {
 #if QMM_WG_DEVICE
     using cf = wg_config<ENC, ROWS>;
-    constexpr int kStages = cf::stages, T = cf::tiles;
+    constexpr int kStages = cf::stages, T = cf::tiles, TR = cf::tile_rows;
     static_assert(kWarps * (ROWS / 2) * 33 * 4 <= kStages * cf::stage, "the cluster reduction's staging fits in the ring");
     extern __shared__ __align__(128) uint8_t smem_wg[];
     uint64_t *full = reinterpret_cast<uint64_t *>(smem_wg + kStages * cf::stage), *empty = full + kStages;
@@ -440,7 +455,7 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
                 for (int h = 0; h < T; h++)
                     if (mtile + h < p.mtiles)
                         pair_stash<8>(p, *reinterpret_cast<float(*)[1][8][4]>(acc + 32 * h), strip0 + warp, split, mtile + h,
-                                      kWgRows);
+                                      TR);
 #pragma unroll
             for (int e = 0; e < ROWS / 2; e++) acc[e] = 0.0f;
             run(ih, nst);
@@ -451,9 +466,9 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
 #pragma unroll
             for (int h = 0; h < T; h++)
                 if (mtile + h < p.mtiles)
-                    pair_join<8>(p, *reinterpret_cast<float(*)[1][8][4]>(acc + 32 * h), strip0 + warp, split, mtile + h, kWgRows);
+                    pair_join<8>(p, *reinterpret_cast<float(*)[1][8][4]>(acc + 32 * h), strip0 + warp, split, mtile + h, TR);
     }
-    /* acc[32 h + 4 j + e] is the fragment the other variants hold as acc[0][j][e] for M tile mtile + h: W
+    /* acc[TR / 2 * h + 4 j + e] is the fragment the other variants hold as acc[0][j][e] for M tile mtile + h: W
      * row g (+8 for e >= 2), A row 8 j + 2 t + (e & 1) of that tile; a group's tiles past the last hold
      * only the zero rows of the layout and are not stored */
     if constexpr (CLUSTER) {
@@ -471,8 +486,8 @@ __global__ void __launch_bounds__(kWgThreads, ROWS == kWgRows ? 2 : 1)
 #pragma unroll
         for (int h = 0; h < T; h++)
             if (mtile + h < p.mtiles)
-                finish_unit<8, 1>(p, *reinterpret_cast<const float(*)[1][8][4]>(acc + 32 * h), strip0 + warp, split,
-                                  mtile + h, kWgRows);
+                finish_unit<TR / 8, 1>(p, *reinterpret_cast<const float(*)[1][TR / 8][4]>(acc + TR / 2 * h),
+                                       strip0 + warp, split, mtile + h, TR);
     }
 #else
     (void)p;
