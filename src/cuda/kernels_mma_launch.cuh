@@ -664,13 +664,44 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     return launch_err != cudaSuccess ? launch_err : last;
 }
 
+/* Whether the fused path's M = 9..16 (16-row tiles, NB = 2) runs in 32-row tiles (NB = 4) instead: bf16
+ * activations against NVFP4, MXFP4 or FP8 weights whose fused units are short (kLift16MaxColumns of K
+ * or fewer), where 16-row CTAs, four per SM, leave more than half the slots empty and each one's start
+ * and end weigh. The bits are the same (every tile height sums the same units in the same order), so M
+ * may decide it. On the H200 (BENCHMARKS.md, twenty-first session, NVFP4 and FP8, M = 9, 12, 16, this
+ * rule against never): (14336, 4096) (units of 2048 columns; 32-row WG) 10-24% faster, (4096, 14336)
+ * (1792 columns; 32-row PIPE) 9-16%; with units of 3712 columns or more ((6144, 18432), (28672,
+ * 8192), (8192, 28672)) 32-row tiles always were up to 26% slower, except (6144, 18432) at M = 9
+ * (14-19% faster: its 16-row tiles take 40.9 us at M = 9 against 28.5 at M = 16, not understood).
+ * QMM_CUDA_LIFT16 (a knob for tests and benchmarks): 0 never, 1 by this rule (default), 2 always. */
+constexpr int kLift16MaxColumns = 2048;
+template <int ENC, bool FP16A>
+static bool lift16(const mma_params &p, int sm_count)
+{
+    static const int knob = knob_int("QMM_CUDA_LIFT16", 1);
+    if constexpr (FP16A || !(ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8)) {
+        return false;
+    } else {
+        if (knob != 1) return knob == 2;
+        const int sp = split_for_fused(p.strips, p.chunks, stage_config<ENC, false, 4>::tiles_per_step, sm_count);
+        const long long cps = (p.chunks + sp - 1) / sp;
+        return cps * enc_traits<ENC>::tile_k <= kLift16MaxColumns;
+    }
+}
+
 /* The variant for NB of kernels (ENC, FP16A). */
 template <int ENC, bool FP16A>
 cudaError_t launch_nb(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s)
 {
     switch (nb) {
     case 1: return launch_variant<ENC, FP16A, 1>(p, sm, pf, cc, s);
-    case 2: return launch_variant<ENC, FP16A, 2>(p, sm, pf, cc, s);
+    case 2:
+        if (lift16<ENC, FP16A>(p, sm)) {
+            mma_params q = p;
+            q.mtiles = (p.m + 31) / 32; /* 32-row tiles */
+            return launch_variant<ENC, FP16A, 4>(q, sm, pf, cc, s);
+        }
+        return launch_variant<ENC, FP16A, 2>(p, sm, pf, cc, s);
     case 4: return launch_variant<ENC, FP16A, 4>(p, sm, pf, cc, s);
     default: return launch_variant<ENC, FP16A, 8>(p, sm, pf, cc, s);
     }
