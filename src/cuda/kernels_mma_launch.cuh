@@ -1,8 +1,8 @@
 /* The host side of the tensor-core kernels (kernels_mma.cuh): the split of K per path (split_for,
  * split_for_fused) and its pairs (pair_units, for pair mode's pair_split and tall_split); launch_kernel;
  * a variant's setup once per device (setup_variant) and its launch (launch_variant, which picks WG,
- * WHOLE, PIPE or STEP; launch_wg); launch_encoding, the body of each encoding's entry point. Included by
- * kernels_mma_<enc>.cu. */
+ * WHOLE, PIPE or STEP; launch_wg; WHOLE's parts, whole_part); the tile height (launch_nb, lift16);
+ * launch_encoding, the body of each encoding's entry point. Included by kernels_mma_<enc>.cu. */
 #ifndef QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
 #define QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
 

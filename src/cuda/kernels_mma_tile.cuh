@@ -47,7 +47,7 @@ struct mma_params {
      * partial is already such a pair (the first half's sum waits in the unit's own partial slot) */
     int pairs, half;
     /* WHOLE: chunks of A staged at a time where the CTA's K range is staged in two parts (a barrier and a
-     * second staging between them, whole_parts in kernels_mma_launch.cuh); 0: the whole range at once */
+     * second staging between them, whole_part in kernels_mma_launch.cuh); 0: the whole range at once */
     int whole_part;
     float *partials;
     unsigned *counters;
