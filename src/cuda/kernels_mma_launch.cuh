@@ -666,8 +666,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
 
 /* Whether the fused path's M = 9..16 (16-row tiles, NB = 2) runs in 32-row tiles (NB = 4) instead: bf16
  * activations against NVFP4, MXFP4 or FP8 weights whose fused units are short (kLift16MaxColumns of K
- * or fewer), where 16-row CTAs, four per SM, leave more than half the slots empty and each one's start
- * and end weigh. The bits are the same (every tile height sums the same units in the same order), so M
+ * or fewer), where the 16-row CTAs (WHOLE, three per SM) fill one wave of 57-65% of the slots on the
+ * default shapes and ran slower than 32-row ones (why is not known). The bits are the same (every tile height sums the same units in the same order), so M
  * may decide it. On the H200 (BENCHMARKS.md, twenty-first session, NVFP4 and FP8, M = 9, 12, 16, this
  * rule against never): (14336, 4096) (units of 2048 columns; 32-row WG) 10-24% faster, (4096, 14336)
  * (1792 columns; 32-row PIPE) 9-16%; with units of 3712 columns or more ((6144, 18432), (28672,
