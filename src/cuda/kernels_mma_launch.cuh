@@ -679,7 +679,7 @@ template <int ENC, bool FP16A>
 static bool lift16(const mma_params &p, int sm_count)
 {
     static const int knob = knob_int("QMM_CUDA_LIFT16", 1);
-    if constexpr (FP16A || !(ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8)) {
+    if constexpr (!has_wg<ENC, FP16A, 4>()) { /* bf16 activations, NVFP4, MXFP4 or FP8 */
         return false;
     } else {
         if (knob != 1) return knob == 2;

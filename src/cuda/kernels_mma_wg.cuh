@@ -2,10 +2,10 @@
  * with the decoded weights as its register A operand, in CTAs of 32, 64 or 128 rows of A (ROWS).
  *
  * A CTA of 9 warps owns 8 strips (128 weight rows, two warpgroups of 64) over one unit of K and one
- * group of ROWS / 64 M tiles of 64 rows, as in the other variants (unit_of). Warp 8 is the producer: it
- * streams the strips' weight tiles and scales (the prepared layout, README.md) and the group's
- * activations into a ring of shared-memory stages of 128 columns of K (wg_config), by bulk copies
- * (one tensor copy of all 8 strips' weights and one of their scales where wg_maps has maps, else one
+ * group of M tiles (one of 32 or 64 rows, or two of 64: wg_config), as in the other variants
+ * (unit_of). Warp 8 is the producer: it streams the strips' weight tiles and scales (the prepared
+ * layout, README.md) and the group's activations into a ring of shared-memory stages of 128 columns of
+ * K (wg_config), by bulk copies (one tensor copy of all 8 strips' weights and one of their scales where wg_maps has maps, else one
  * cp.async.bulk per strip; one for the activations) that complete on the stage's `full` mbarrier;
  * each consumer warp frees a stage on its `empty` mbarrier once the MMAs that read it are complete.
  * Each consumer warp decodes its strip's 16 bytes per lane per tile exactly as the other variants do
@@ -68,6 +68,9 @@ constexpr int kWgThreads = kThreads + 32;  /* two consumer warpgroups and the pr
 template <int ENC>
 constexpr int wg_stage_chunks() { return kWgStageK / enc_traits<ENC>::tile_k; }
 
+/* Rows of A per M tile of a CTA of `rows` rows: the fused path's tile (32 or 64 rows), two of them at 128 */
+__host__ __device__ constexpr int wg_tile_rows(int rows) { return rows < kWgRows ? rows : kWgRows; }
+
 /* ROWS: rows of A per CTA, the N of its wgmma: 32 or 64 (one M tile of the fused path's 32- or 64-row
  * tiles, two CTAs per SM, three stages) or 128 (two 64-row M tiles, one wgmma m64n128k16 per k-tile, one
  * CTA per SM, four stages). A stage holds `chunks` chunks of each of the 8 strips (and their block
@@ -81,7 +84,7 @@ struct wg_config {
     static constexpr int ktiles = tile_k / 16;     /* k-tiles of 16 columns per chunk */
     static constexpr int chunks = wg_stage_chunks<ENC>();
     static constexpr int half = chunks / 2;         /* chunks per half stage */
-    static constexpr int tile_rows = ROWS < kWgRows ? ROWS : kWgRows; /* rows of A per M tile (p.mtiles) */
+    static constexpr int tile_rows = wg_tile_rows(ROWS); /* rows of A per M tile (p.mtiles) */
     static constexpr int tiles = ROWS / tile_rows;  /* M tiles per CTA */
     static constexpr int stages = ROWS <= kWgRows ? 3 : 4;
     static constexpr int chunk_a = ROWS * tile_k * 2; /* bytes of one chunk of laid-out A */
@@ -94,7 +97,7 @@ struct wg_config {
 };
 
 /* Lays A out for the WG kernel in tiles of ROWS rows: one 16-byte piece (8 columns of one row) per
- * thread; dst holds ceil(mtiles / (ROWS / 64)) * chunks * wg_config::chunk_a bytes (p.mtiles counts
+ * thread; dst holds ceil(mtiles / wg_config::tiles) * chunks * wg_config::chunk_a bytes (p.mtiles counts
  * tiles of wg_config::tile_rows rows). */
 template <int ENC, int ROWS> /* one instance per translation unit (encoding) */
 __global__ void __launch_bounds__(256) wg_stage_a(mma_params p, uint4 *dst)
@@ -247,7 +250,7 @@ __device__ __forceinline__ void wg_reduce_cluster(const mma_params &p, const flo
                                                   int mtile)
 {
     constexpr int E = ROWS / 2, kB = 4, rounds = ROWS / 2; /* 16 * ROWS values, 32 per round */
-    constexpr int TR = ROWS < kWgRows ? ROWS : kWgRows;   /* rows per M tile (wg_config::tile_rows) */
+    constexpr int TR = wg_tile_rows(ROWS);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     /* stg in the shared memory of each CTA of the cluster (32-bit shared::cluster addresses) */
     uint32_t rem[kWgClusterMax];
