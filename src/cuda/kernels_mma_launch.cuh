@@ -327,6 +327,7 @@ struct variant_limits {
     wg_room wg[2]; /* what the device holds of the WG kernel of 8 * NB rows and of 128 (NB = 8) */
     size_t whole_max = 0;
     size_t smem_sm = 0, smem_reserved = 0; /* shared memory per SM, and what the system takes per CTA */
+    size_t optin = 0;                      /* shared memory a CTA may opt into */
 };
 
 /* Raises the shared-memory limits of variant (ENC, FP16A, NB)'s kernels on device dev, the current one
@@ -348,9 +349,12 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
     lim.smem_reserved = (size_t)reserved;
     if (e == cudaSuccess) e = cudaFuncSetAttribute(mma_kernel<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::bytes);
     lim.whole_max = optin < kWholeMax ? (size_t)optin : (size_t)kWholeMax;
+    lim.optin = (size_t)optin;
+    /* WHOLE may take up to the opt-in size: its staging stays within whole_max, the rest is whole_spread's
+     * padding */
     if constexpr (NB <= 2)
         if (e == cudaSuccess)
-            e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lim.whole_max);
+            e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
     if constexpr (!FP16A && NB >= 2)
         if (e == cudaSuccess && pipe_config<ENC, NB>::bytes <= optin) {
             e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, pipe_config<ENC, NB>::bytes);
@@ -530,6 +534,33 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
  * parts change no sum (the same tiles in the same order), so M may decide them. QMM_CUDA_WHOLEPARTS (a
  * knob for tests and benchmarks): 0 never, 1 by this rule (default), 2 wherever a unit has two parts. */
 constexpr int kWholeRegSlots = 4; /* mma_kernel_whole's CTAs per SM for NB = 1 (its launch bounds) */
+
+/* WHOLE's dynamic shared memory where it runs as a dependent launch (pdl) and its grid is one wave
+ * smaller than the CTAs the device holds (reg_slots per SM by registers, fewer by `bytes`): padded so
+ * that an SM holds at most ceil(grid / SMs) of its CTAs. The block scheduler places a grid breadth-first
+ * (scripts/probes/cta_placement.cu: 240 CTAs at three per SM went 2 or 1 per SM), but a dependent
+ * launch's CTAs start as soon as every CTA of the kernel before them has begun, in the slots that kernel
+ * left free, and the rest as its CTAs end; so in a sequence of calls each grid lands where the one
+ * before it was not, and some SMs hold three of its CTAs while others hold one. On the H200
+ * (BENCHMARKS.md, twenty-second session): the 16-row WHOLE on (6144, 18432) at M = 9 (240 CTAs, 75 KB,
+ * three per SM) took 41.2 us unpadded, 31.4 padded (two per SM), and 33.4 or 33.0 without the dependent
+ * launch either way; the two 58.7 M-element shapes' M = 9..16 16-24% faster. Grids of at most one CTA
+ * per SM are left as they are. The padding changes nothing else: no sum, no bit. QMM_CUDA_SPREAD (a
+ * knob for tests and benchmarks): 0 off, 1 by this rule (default), 2 every dependent launch padded to
+ * the opt-in size (one CTA per SM). */
+static size_t whole_spread(size_t bytes, long long grid, int sm_count, const variant_limits &lim, int reg_slots,
+                           bool pdl)
+{
+    static const int knob = knob_int("QMM_CUDA_SPREAD", 1);
+    if (knob == 0 || !pdl || lim.smem_sm == 0 || sm_count <= 0) return bytes;
+    if (knob == 2) return lim.optin > bytes ? lim.optin : bytes;
+    const long long by_smem = (long long)(lim.smem_sm / (bytes + lim.smem_reserved));
+    const long long holds = by_smem < reg_slots ? by_smem : reg_slots;
+    const long long want = (grid + sm_count - 1) / sm_count;
+    if (want < 2 || want >= holds) return bytes; /* grids of one CTA per SM or fewer: not measured */
+    const size_t padded = (lim.smem_sm / (size_t)want - lim.smem_reserved) / 128 * 128;
+    return padded > bytes && padded <= lim.optin ? padded : bytes;
+}
 template <int D, typename Bytes>
 static int whole_part(int cps, long long grid, int sm_count, const variant_limits &lim, Bytes whole_bytes)
 {
@@ -646,7 +677,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     bool launched = false;
     if constexpr (NB <= 2)
         if (whole <= whole_max) {
-            launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB>, grid, kThreads, whole, s, pdl, p);
+            const size_t smem = whole_spread(whole, grid, sm_count, lim, NB == 1 ? kWholeRegSlots : 3, pdl);
+            launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB>, grid, kThreads, smem, s, pdl, p);
             launched = true;
         }
     if constexpr (!FP16A && NB >= 2)
@@ -665,14 +697,14 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
 }
 
 /* Whether the fused path's M = 9..16 (16-row tiles, NB = 2) runs in 32-row tiles (NB = 4) instead: bf16
- * activations against NVFP4, MXFP4 or FP8 weights whose fused units are short (kLift16MaxColumns of K
- * or fewer), where the 16-row CTAs (WHOLE, three per SM) fill one wave of 57-65% of the slots on the
- * default shapes and ran slower than 32-row ones (why is not known). The bits are the same (every tile height sums the same units in the same order), so M
- * may decide it. On the H200 (BENCHMARKS.md, twenty-first session, NVFP4 and FP8, M = 9, 12, 16, this
- * rule against never): (14336, 4096) (units of 2048 columns; 32-row WG) 10-24% faster, (4096, 14336)
- * (1792 columns; 32-row PIPE) 9-16%; with units of 3712 columns or more ((6144, 18432), (28672,
- * 8192), (8192, 28672)) 32-row tiles always were up to 26% slower, except (6144, 18432) at M = 9
- * (14-19% faster: its 16-row tiles take 40.9 us at M = 9 against 28.5 at M = 16, not understood).
+ * activations against FP8 weights whose fused units are short (kLift16MaxColumns of K or fewer). The
+ * bits are the same (every tile height sums the same units in the same order), so M may decide it. On
+ * the H200 (BENCHMARKS.md, twenty-second session, M = 9, 12, 16, with whole_spread): FP8 (14336, 4096)
+ * (units of 2048 columns) 3-11% faster lifted, (4096, 14336) (1792) level at M = 9..12 and 3% faster at
+ * 16; NVFP4 lifted was 0-14% slower on both, so E2M1 keeps its 16-row tiles (before whole_spread, whose
+ * padding took the dependent launch's uneven placement from the 16-row WHOLE, lifting NVFP4 had won
+ * 10-24%, twenty-first session). With units of 3712 columns or more ((6144, 18432), (28672, 8192),
+ * (8192, 28672)) 32-row tiles were up to 26% slower.
  * QMM_CUDA_LIFT16 (a knob for tests and benchmarks): 0 never, 1 by this rule (default), 2 always. */
 constexpr int kLift16MaxColumns = 2048;
 template <int ENC, bool FP16A>
@@ -683,6 +715,7 @@ static bool lift16(const mma_params &p, int sm_count)
         return false;
     } else {
         if (knob != 1) return knob == 2;
+        if (ENC != QMM__ENC_FP8) return false;
         const int sp = split_for_fused(p.strips, p.chunks, stage_config<ENC, false, 4>::tiles_per_step, sm_count);
         const long long cps = (p.chunks + sp - 1) / sp;
         return cps * enc_traits<ENC>::tile_k <= kLift16MaxColumns;
