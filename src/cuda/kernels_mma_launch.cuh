@@ -1,7 +1,7 @@
 /* The host side of the tensor-core kernels (kernels_mma.cuh): the split of K per path (split_for,
  * split_for_fused) and its pairs (pair_units, for pair mode's pair_split and tall_split); launch_kernel;
  * a variant's setup once per device (setup_variant) and its launch (launch_variant, which picks WG,
- * WHOLE, PIPE or STEP; launch_wg; WHOLE's parts, whole_part); the tile height (launch_nb, lift16);
+ * WHOLE, PIPE or STEP; launch_wg; WHOLE's parts, whole_part); the tile height (launch_nb);
  * launch_encoding, the body of each encoding's entry point. Included by kernels_mma_<enc>.cu. */
 #ifndef QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
 #define QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
@@ -544,8 +544,9 @@ constexpr int kWholeRegSlots = 4; /* mma_kernel_whole's CTAs per SM for NB = 1 (
  * before it was not, and some SMs hold three of its CTAs while others hold one. On the H200
  * (BENCHMARKS.md, twenty-second session): the 16-row WHOLE on (6144, 18432) at M = 9 (240 CTAs, 75 KB,
  * three per SM) took 41.2 us unpadded, 31.4 padded (two per SM), and 33.4 or 33.0 without the dependent
- * launch either way; the two 58.7 M-element shapes' M = 9..16 16-24% faster. Grids of at most one CTA
- * per SM are left as they are. The padding changes nothing else: no sum, no bit. QMM_CUDA_SPREAD (a
+ * launch either way; the two 58.7 M-element shapes' M = 9..16 16-24% faster (PIPE, which now takes
+ * those 16-row tiles, was faster still; the padding acts where WHOLE still runs). Grids of at most one
+ * CTA per SM are left as they are. The padding changes nothing else: no sum, no bit. QMM_CUDA_SPREAD (a
  * knob for tests and benchmarks): 0 off, 1 by this rule (default), 2 every dependent launch padded to
  * the opt-in size (one CTA per SM). */
 static size_t whole_spread(size_t bytes, long long grid, int sm_count, const variant_limits &lim, int reg_slots,
@@ -671,12 +672,21 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         p.whole_part = whole_part<cfg::depth>(p.cps, grid, sm_count, lim, whole_bytes);
         if (p.whole_part > 0) whole = whole_bytes(p.whole_part);
     }
-    /* WHOLE where it fits (NB <= 2; at M = 16 it beat PIPE on 3 of the 5 default shapes by 2-12%), then
+    /* WHOLE where it fits (the GEMV, NB = 1; 16-row tiles only where PIPE cannot run them, below), then
      * PIPE (activations not split, in 16-byte aligned rows; 20-35% faster than STEP at M = 32..256), then
      * STEP */
     bool launched = false;
+    /* 16-row tiles (NB = 2) run PIPE wherever it can run them (the same bits), WHOLE only where it cannot
+     * (split fp16 activations, rows not 16-byte aligned). On the H200 (BENCHMARKS.md, twenty-second
+     * session, bf16 activations, M = 9, 12, 16, against WHOLE where its staging fits): NVFP4 and MXFP4
+     * 10-16% faster on (4096, 14336), (14336, 4096) and (6144, 18432), FP8 15% on (6144, 18432); WHOLE
+     * stages the unit's rows of A before its first MMA, after the wait for the kernel before it, where
+     * PIPE's ring streams them. QMM_CUDA_WHOLE16 (a knob for tests and benchmarks): 0 this rule
+     * (default), 1 WHOLE wherever its staging fits (the rule before). */
+    static const int whole16_knob = knob_int("QMM_CUDA_WHOLE16", 0);
+    const bool whole_off = NB == 2 && whole16_knob == 0 && !FP16A && p.aligned && pipe_ok;
     if constexpr (NB <= 2)
-        if (whole <= whole_max) {
+        if (whole <= whole_max && !whole_off) {
             const size_t smem = whole_spread(whole, grid, sm_count, lim, NB == 1 ? kWholeRegSlots : 3, pdl);
             launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB>, grid, kThreads, smem, s, pdl, p);
             launched = true;
@@ -696,45 +706,13 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     return launch_err != cudaSuccess ? launch_err : last;
 }
 
-/* Whether the fused path's M = 9..16 (16-row tiles, NB = 2) runs in 32-row tiles (NB = 4) instead: bf16
- * activations against FP8 weights whose fused units are short (kLift16MaxColumns of K or fewer). The
- * bits are the same (every tile height sums the same units in the same order), so M may decide it. On
- * the H200 (BENCHMARKS.md, twenty-second session, M = 9, 12, 16, with whole_spread): FP8 (14336, 4096)
- * (units of 2048 columns) 3-11% faster lifted, (4096, 14336) (1792) level at M = 9..12 and 3% faster at
- * 16; NVFP4 lifted was 0-14% slower on both, so E2M1 keeps its 16-row tiles (before whole_spread, whose
- * padding took the dependent launch's uneven placement from the 16-row WHOLE, lifting NVFP4 had won
- * 10-24%, twenty-first session). With units of 3712 columns or more ((6144, 18432), (28672, 8192),
- * (8192, 28672)) 32-row tiles were up to 26% slower.
- * QMM_CUDA_LIFT16 (a knob for tests and benchmarks): 0 never, 1 by this rule (default), 2 always. */
-constexpr int kLift16MaxColumns = 2048;
-template <int ENC, bool FP16A>
-static bool lift16(const mma_params &p, int sm_count)
-{
-    static const int knob = knob_int("QMM_CUDA_LIFT16", 1);
-    if constexpr (!has_wg<ENC, FP16A, 4>()) { /* bf16 activations, NVFP4, MXFP4 or FP8 */
-        return false;
-    } else {
-        if (knob != 1) return knob == 2;
-        if (ENC != QMM__ENC_FP8) return false;
-        const int sp = split_for_fused(p.strips, p.chunks, stage_config<ENC, false, 4>::tiles_per_step, sm_count);
-        const long long cps = (p.chunks + sp - 1) / sp;
-        return cps * enc_traits<ENC>::tile_k <= kLift16MaxColumns;
-    }
-}
-
 /* The variant for NB of kernels (ENC, FP16A). */
 template <int ENC, bool FP16A>
 cudaError_t launch_nb(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s)
 {
     switch (nb) {
     case 1: return launch_variant<ENC, FP16A, 1>(p, sm, pf, cc, s);
-    case 2:
-        if (lift16<ENC, FP16A>(p, sm)) {
-            mma_params q = p;
-            q.mtiles = (p.m + 31) / 32; /* 32-row tiles */
-            return launch_variant<ENC, FP16A, 4>(q, sm, pf, cc, s);
-        }
-        return launch_variant<ENC, FP16A, 2>(p, sm, pf, cc, s);
+    case 2: return launch_variant<ENC, FP16A, 2>(p, sm, pf, cc, s);
     case 4: return launch_variant<ENC, FP16A, 4>(p, sm, pf, cc, s);
     default: return launch_variant<ENC, FP16A, 8>(p, sm, pf, cc, s);
     }
