@@ -678,8 +678,9 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     bool launched = false;
     /* 16-row tiles (NB = 2) run PIPE wherever it can run them (the same bits), WHOLE only where it cannot
      * (split fp16 activations, rows not 16-byte aligned). On the H200 (BENCHMARKS.md, twenty-second
-     * session, bf16 activations, M = 9, 12, 16, against WHOLE where its staging fits): NVFP4 and MXFP4
-     * 10-16% faster on (4096, 14336), (14336, 4096) and (6144, 18432), FP8 15% on (6144, 18432); WHOLE
+     * session, M = 9, 12, 16, against WHOLE where its staging fits): bf16 activations, NVFP4 and MXFP4
+     * 9-16% faster on (4096, 14336), (14336, 4096) and (6144, 18432), FP8 15-16% on (6144, 18432);
+     * fp16 activations 9-19% (NVFP4, FP8). WHOLE
      * stages the unit's rows of A before its first MMA, after the wait for the kernel before it, where
      * PIPE's ring streams them. QMM_CUDA_WHOLE16 (a knob for tests and benchmarks): 0 this rule
      * (default), 1 WHOLE wherever its staging fits (the rule before). */
