@@ -459,8 +459,11 @@ __device__ __forceinline__ void pdl_overlap()
  * time in two parts, the second once every warp is past the first part's tiles (two barriers at that
  * turn), so fewer bytes of shared memory hold more CTAs per SM; the tiles, their order and the sums are
  * the same. */
+/* mma_kernel_whole's CTAs per SM by its launch bounds (its registers) for NB 8-row groups: the launch
+ * layer's slot arithmetic (whole_part, whole_spread) reads the same number */
+__host__ __device__ constexpr int whole_min_ctas(int nb) { return nb == 1 ? 4 : 3; }
 template <int ENC, bool FP16A, int NB>
-__global__ void __launch_bounds__(kThreads, NB == 1 ? 4 : 3) mma_kernel_whole(mma_params p)
+__global__ void __launch_bounds__(kThreads, whole_min_ctas(NB)) mma_kernel_whole(mma_params p)
 {
     using cfg = stage_config<ENC, FP16A, NB>;
     using tr = enc_traits<ENC>;

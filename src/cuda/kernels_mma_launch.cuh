@@ -533,7 +533,7 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
  * 57.8 KB: three CTAs per SM, 396 slots for 448 CTAs; BENCHMARKS.md row 84). 0: all at once. The
  * parts change no sum (the same tiles in the same order), so M may decide them. QMM_CUDA_WHOLEPARTS (a
  * knob for tests and benchmarks): 0 never, 1 by this rule (default), 2 wherever a unit has two parts. */
-constexpr int kWholeRegSlots = 4; /* mma_kernel_whole's CTAs per SM for NB = 1 (its launch bounds) */
+constexpr int kWholeRegSlots = whole_min_ctas(1); /* mma_kernel_whole's CTAs per SM for NB = 1 */
 
 /* WHOLE's dynamic shared memory where it runs as a dependent launch (pdl) and its grid is one wave
  * smaller than the CTAs the device holds (reg_slots per SM by registers, fewer by `bytes`): padded so
@@ -672,23 +672,22 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         p.whole_part = whole_part<cfg::depth>(p.cps, grid, sm_count, lim, whole_bytes);
         if (p.whole_part > 0) whole = whole_bytes(p.whole_part);
     }
-    /* WHOLE where it fits (the GEMV, NB = 1; 16-row tiles only where PIPE cannot run them, below), then
-     * PIPE (activations not split, in 16-byte aligned rows; 20-35% faster than STEP at M = 32..256), then
-     * STEP */
+    /* WHOLE where it fits (the GEMV, NB = 1; 16-row tiles only where PIPE cannot run them), then PIPE
+     * (activations not split, in 16-byte aligned rows; 20-35% faster than STEP at M = 32..256), then
+     * STEP. 16-row tiles (NB = 2) run PIPE wherever it can run them (the same bits), WHOLE only where it
+     * cannot (split fp16 activations, rows not 16-byte aligned): on the H200 (BENCHMARKS.md,
+     * twenty-second session, M = 9, 12, 16, against WHOLE where its staging fits) with bf16 activations
+     * NVFP4 and MXFP4 were 9-16% faster on (4096, 14336), (14336, 4096) and (6144, 18432), FP8 15-16% on
+     * (6144, 18432), with fp16 activations 9-19% (NVFP4, FP8). WHOLE stages the unit's rows of A before
+     * its first MMA, after the wait for the kernel before it, where PIPE's ring streams them.
+     * QMM_CUDA_WHOLE16 (a knob for tests and benchmarks): 0 this rule (default), 1 WHOLE wherever its
+     * staging fits (the rule before). */
     bool launched = false;
-    /* 16-row tiles (NB = 2) run PIPE wherever it can run them (the same bits), WHOLE only where it cannot
-     * (split fp16 activations, rows not 16-byte aligned). On the H200 (BENCHMARKS.md, twenty-second
-     * session, M = 9, 12, 16, against WHOLE where its staging fits): bf16 activations, NVFP4 and MXFP4
-     * 9-16% faster on (4096, 14336), (14336, 4096) and (6144, 18432), FP8 15-16% on (6144, 18432);
-     * fp16 activations 9-19% (NVFP4, FP8). WHOLE
-     * stages the unit's rows of A before its first MMA, after the wait for the kernel before it, where
-     * PIPE's ring streams them. QMM_CUDA_WHOLE16 (a knob for tests and benchmarks): 0 this rule
-     * (default), 1 WHOLE wherever its staging fits (the rule before). */
     static const int whole16_knob = knob_int("QMM_CUDA_WHOLE16", 0);
     const bool whole_off = NB == 2 && whole16_knob == 0 && !FP16A && p.aligned && pipe_ok;
     if constexpr (NB <= 2)
         if (whole <= whole_max && !whole_off) {
-            const size_t smem = whole_spread(whole, grid, sm_count, lim, NB == 1 ? kWholeRegSlots : 3, pdl);
+            const size_t smem = whole_spread(whole, grid, sm_count, lim, whole_min_ctas(NB), pdl);
             launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB>, grid, kThreads, smem, s, pdl, p);
             launched = true;
         }
