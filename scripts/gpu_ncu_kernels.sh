@@ -16,10 +16,8 @@ metrics=$metrics,sm__cycles_active.max,sm__cycles_active.avg,launch__grid_size,l
 metrics=$metrics,launch__shared_mem_per_block_dynamic,launch__occupancy_limit_shared_mem,launch__occupancy_limit_registers
 stamp "ncu kernels $name: $shape $path M=$m $*"
 ( [ $# -gt 0 ] && export "$@"
-  ncu --kernel-name "regex:wg_stage_a|mma_kernel|epilogue_kernel|split_fp16" --launch-skip 12 --launch-count 8 \
-    --clock-control "${NCU_CLOCKS:-none}" --metrics "$metrics" --csv \
-    build-gpu/qmm bench --backend cuda --format "${FORMAT:-nvfp4}" --shapes "$shape" --m "$m" --path "$path" \
-    --reps 4 --rotate-mb 512 > "$OUT/kernels_$name.csv" 2> "$OUT/kernels_$name.err" )
+  NCU_SKIP=12 NCU_COUNT=8 NCU_REPS=4 gpu_ncu_bench "wg_stage_a|mma_kernel|epilogue_kernel|split_fp16" "$shape" "$m" \
+    "$path" --metrics "$metrics" --csv > "$OUT/kernels_$name.csv" 2> "$OUT/kernels_$name.err" )
 echo "ncu rc=$?"
 python3 - "$OUT/kernels_$name.csv" <<'PY'
 import csv, sys

@@ -55,7 +55,7 @@ static qmm_test_wg wg_choose_of(int m, int strips, int chunks, int sm_count, con
     p.chunks = chunks;
     const int rows = m <= 32 ? 32 : kWgRows; /* the fused path's tiles: 32 rows (NB = 4) to M = 32 */
     p.mtiles = (m + rows - 1) / rows;
-    const int tps = rows == 32 ? stage_config<ENC, false, 4>::tiles_per_step : stage_config<ENC, false, 8>::tiles_per_step;
+    const int tps = stage_config<ENC, false, 8>::tiles_per_step; /* kStepK / tile_k, the same for every NB */
     if (rows == 32 || !tall_split<8>(p, tps, sm_count, (size_t)1 << 40, (size_t)1 << 30, false)) {
         const int sp = split_for_fused(strips, chunks, tps, sm_count);
         p.cps = (chunks + sp - 1) / sp;

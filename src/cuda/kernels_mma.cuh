@@ -452,6 +452,10 @@ __device__ __forceinline__ void pdl_overlap()
     pdl_wait();
 }
 
+/* mma_kernel_whole's CTAs per SM by its launch bounds (its registers) for NB 8-row groups: the launch
+ * layer's slot arithmetic (whole_part, whole_spread) reads the same number */
+__host__ __device__ constexpr int whole_min_ctas(int nb) { return nb == 1 ? 4 : 3; }
+
 /* WHOLE: the CTA's whole K range of activations staged once, then every warp streams its tiles with no
  * further barrier (NB = 1 and 2, when it fits in shared memory). The ring's steady state runs with no
  * predicate: a turn of `depth` tiles loads the next turn's, while two turns remain; the last two turns
@@ -459,9 +463,6 @@ __device__ __forceinline__ void pdl_overlap()
  * time in two parts, the second once every warp is past the first part's tiles (two barriers at that
  * turn), so fewer bytes of shared memory hold more CTAs per SM; the tiles, their order and the sums are
  * the same. */
-/* mma_kernel_whole's CTAs per SM by its launch bounds (its registers) for NB 8-row groups: the launch
- * layer's slot arithmetic (whole_part, whole_spread) reads the same number */
-__host__ __device__ constexpr int whole_min_ctas(int nb) { return nb == 1 ? 4 : 3; }
 template <int ENC, bool FP16A, int NB>
 __global__ void __launch_bounds__(kThreads, whole_min_ctas(NB)) mma_kernel_whole(mma_params p)
 {

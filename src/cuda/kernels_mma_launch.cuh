@@ -526,18 +526,21 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
     return wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || plan.rows128));
 }
 
-/* The GEMV's WHOLE staging in two parts (p.whole_part, mma_kernel_whole): half the CTA's chunks (rounded
- * up to the ring's depth D) at a time where staging them all at once would hold fewer CTAs per SM than
- * its registers allow (kWholeRegSlots) and the grid has more CTAs than the device then holds, and the
- * halves would hold more: (28672, 8192) at split 2 from M = 6 (WHOLE stages M + 1 rows of 4096 columns,
- * 57.8 KB: three CTAs per SM, 396 slots for 448 CTAs; BENCHMARKS.md row 84). 0: all at once. The
- * parts change no sum (the same tiles in the same order), so M may decide them. QMM_CUDA_WHOLEPARTS (a
- * knob for tests and benchmarks): 0 never, 1 by this rule (default), 2 wherever a unit has two parts. */
-constexpr int kWholeRegSlots = whole_min_ctas(1); /* mma_kernel_whole's CTAs per SM for NB = 1 */
+/* mma_kernel_whole's CTAs per SM (NB 8-row groups) with `bytes` of dynamic shared memory: as many as its
+ * launch bounds allow, fewer where the shared memory holds fewer (where the SM's size is not known, the
+ * launch bounds') */
+template <int NB>
+static long long whole_per_sm(size_t bytes, const variant_limits &lim)
+{
+    const long long regs = whole_min_ctas(NB);
+    if (lim.smem_sm == 0) return regs;
+    const long long by_smem = (long long)(lim.smem_sm / (bytes + lim.smem_reserved));
+    return by_smem < regs ? by_smem : regs;
+}
 
 /* WHOLE's dynamic shared memory where it runs as a dependent launch (pdl) and its grid is one wave
- * smaller than the CTAs the device holds (reg_slots per SM by registers, fewer by `bytes`): padded so
- * that an SM holds at most ceil(grid / SMs) of its CTAs. The block scheduler places a grid breadth-first
+ * smaller than the CTAs the device holds (whole_per_sm per SM): padded so that an SM holds at most
+ * ceil(grid / SMs) of its CTAs. The block scheduler places a grid breadth-first
  * (scripts/probes/cta_placement.cu: 240 CTAs at three per SM went 2 or 1 per SM), but a dependent
  * launch's CTAs start as soon as every CTA of the kernel before them has begun, in the slots that kernel
  * left free, and the rest as its CTAs end; so in a sequence of calls each grid lands where the one
@@ -549,19 +552,26 @@ constexpr int kWholeRegSlots = whole_min_ctas(1); /* mma_kernel_whole's CTAs per
  * CTA per SM are left as they are. The padding changes nothing else: no sum, no bit. QMM_CUDA_SPREAD (a
  * knob for tests and benchmarks): 0 off, 1 by this rule (default), 2 every dependent launch padded to
  * the opt-in size (one CTA per SM). */
-static size_t whole_spread(size_t bytes, long long grid, int sm_count, const variant_limits &lim, int reg_slots,
-                           bool pdl)
+template <int NB>
+static size_t whole_spread(size_t bytes, long long grid, int sm_count, const variant_limits &lim, bool pdl)
 {
     static const int knob = knob_int("QMM_CUDA_SPREAD", 1);
     if (knob == 0 || !pdl || lim.smem_sm == 0 || sm_count <= 0) return bytes;
     if (knob == 2) return lim.optin > bytes ? lim.optin : bytes;
-    const long long by_smem = (long long)(lim.smem_sm / (bytes + lim.smem_reserved));
-    const long long holds = by_smem < reg_slots ? by_smem : reg_slots;
+    const long long holds = whole_per_sm<NB>(bytes, lim);
     const long long want = (grid + sm_count - 1) / sm_count;
     if (want < 2 || want >= holds) return bytes; /* grids of one CTA per SM or fewer: not measured */
     const size_t padded = (lim.smem_sm / (size_t)want - lim.smem_reserved) / 128 * 128;
     return padded > bytes && padded <= lim.optin ? padded : bytes;
 }
+
+/* The GEMV's WHOLE staging in two parts (p.whole_part, mma_kernel_whole): half the CTA's chunks (rounded
+ * up to the ring's depth D) at a time where staging them all at once would hold fewer CTAs per SM than
+ * its registers allow (whole_min_ctas) and the grid has more CTAs than the device then holds, and the
+ * halves would hold more: (28672, 8192) at split 2 from M = 6 (WHOLE stages M + 1 rows of 4096 columns,
+ * 57.8 KB: three CTAs per SM, 396 slots for 448 CTAs; BENCHMARKS.md row 84). 0: all at once. The
+ * parts change no sum (the same tiles in the same order), so M may decide them. QMM_CUDA_WHOLEPARTS (a
+ * knob for tests and benchmarks): 0 never, 1 by this rule (default), 2 wherever a unit has two parts. */
 template <int D, typename Bytes>
 static int whole_part(int cps, long long grid, int sm_count, const variant_limits &lim, Bytes whole_bytes)
 {
@@ -569,10 +579,7 @@ static int whole_part(int cps, long long grid, int sm_count, const variant_limit
     const int h = ((cps + 1) / 2 + D - 1) / D * D;
     if (knob == 0 || h >= cps) return 0;
     if (knob == 2) return h;
-    auto slots = [&](size_t bytes) {
-        const long long by_smem = lim.smem_sm ? (long long)(lim.smem_sm / (bytes + lim.smem_reserved)) : kWholeRegSlots;
-        return (by_smem < kWholeRegSlots ? by_smem : kWholeRegSlots) * sm_count;
-    };
+    auto slots = [&](size_t bytes) { return whole_per_sm<1>(bytes, lim) * sm_count; };
     const long long all = slots(whole_bytes(cps));
     return all < grid && slots(whole_bytes(h)) > all ? h : 0;
 }
@@ -687,7 +694,7 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     const bool whole_off = NB == 2 && whole16_knob == 0 && !FP16A && p.aligned && pipe_ok;
     if constexpr (NB <= 2)
         if (whole <= whole_max && !whole_off) {
-            const size_t smem = whole_spread(whole, grid, sm_count, lim, whole_min_ctas(NB), pdl);
+            const size_t smem = whole_spread<NB>(whole, grid, sm_count, lim, pdl);
             launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB>, grid, kThreads, smem, s, pdl, p);
             launched = true;
         }
