@@ -574,20 +574,26 @@ __global__ void __launch_bounds__(kThreads, whole_min_ctas(NB)) mma_kernel_whole
 
 /* PIPE (fused path, NB >= 2, activations not split (bf16, or fp16 with an fp16 decode) whose rows are 16-byte
  * aligned): activations copied into
- * shared memory by cp.async in row-major stages of 4 weight tiles (8 for NB = 2), kPipeStages deep, so
+ * shared memory by cp.async in row-major stages of pipe_tiles weight tiles (4 or 8), kPipeStages deep, so
  * no register holds them on the way and a barrier comes once a stage; the B
  * fragments are read with ldmatrix.x4 (two k-tiles per instruction, in the order compute_tile_b takes).
  * Rows are padded by 8 columns (16 bytes), so the 8 rows of one 8x8 matrix hit 8 different 16-byte
  * bank groups. The MMAs are those of the other variants in the same order, so the bits are too. */
 constexpr int kPipeStages = 3;
 
-template <int ENC, int NB, int TILES = (NB == 2 ? 8 : 4)>
+/* PIPE's weight tiles per stage by default, also the depth of each lane's weight ring (pipe_config::tiles):
+ * 8 for one 16-row tile of A, whose short per-tile work needs more weight bytes in flight (the fused split
+ * fills one wave of two CTAs per SM, about 14 warps), and for FP8's 32-row tiles (an E4M3 tile holds half
+ * the columns of an E2M1 tile in the same 512 bytes, so half the MMAs per byte in flight: on the H200 8
+ * tiles ran M = 17..32 on (4096, 14336) 4-6% faster than 4, where E2M1's 32-row tiles at 8 were 6-19%
+ * slower, ptxas spilling at 128 registers; BENCHMARKS.md, twenty-third session); 4 for the other tiles,
+ * and for 16-row tiles at four CTAs per SM (pair mode, launched with TILES = 4). */
+__host__ __device__ constexpr int pipe_tiles(int enc, int nb) { return nb == 2 || (nb == 4 && is_fp8(enc)) ? 8 : 4; }
+
+template <int ENC, int NB, int TILES = pipe_tiles(ENC, NB)>
 struct pipe_config {
     static constexpr int rows = 8 * NB;
-    /* weight tiles per stage, also the depth of each lane's weight ring: 8 for one 16-row tile of A, whose
-     * short per-tile work needs more weight bytes in flight (the fused split fills one wave of two CTAs
-     * per SM, about 14 warps), 4 for the taller tiles and for 16-row tiles at four CTAs per SM (pair mode) */
-    static constexpr int tiles = TILES;
+    static constexpr int tiles = TILES; /* pipe_tiles */
     static constexpr int cols = tiles * enc_traits<ENC>::tile_k; /* columns of A per stage */
     static constexpr int stride = cols + 8;                              /* bf16 per staged row */
     static constexpr int stage_elems = rows * stride;
@@ -617,7 +623,7 @@ __device__ __forceinline__ uint4 ldmatrix_x4(uint32_t addr)
     return r;
 }
 
-template <int ENC, int NB, int TILES = (NB == 2 ? 8 : 4), int MINB = 2>
+template <int ENC, int NB, int TILES = pipe_tiles(ENC, NB), int MINB = 2>
 __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
 {
     using cfg = pipe_config<ENC, NB, TILES>;

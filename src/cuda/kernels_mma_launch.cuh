@@ -362,6 +362,11 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
                 if (e == cudaSuccess)
                     e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, 2, 4, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              pipe_config<ENC, 2, 4>::bytes);
+            if constexpr (NB == 4) /* the other depth of QMM_CUDA_PIPE32 */
+                if (e == cudaSuccess)
+                    e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, 4, 12 - pipe_tiles(ENC, 4)>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             pipe_config<ENC, 4, 12 - pipe_tiles(ENC, 4)>::bytes);
             lim.pipe_ok = e == cudaSuccess;
         }
     /* the WG variant (bf16 A, CTAs of 64 and 128 rows): where this build has sm_90a machine
@@ -691,6 +696,9 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
      * staging fits (the rule before). */
     bool launched = false;
     static const int whole16_knob = knob_int("QMM_CUDA_WHOLE16", 0);
+    /* QMM_CUDA_PIPE32 (a knob for tests and benchmarks): the weight tiles per stage of PIPE's 32-row tiles,
+     * 0 pipe_tiles (default: 8 for FP8, 4 for E2M1), 4 or 8 forced */
+    static const int pipe32_knob = knob_int("QMM_CUDA_PIPE32", 0);
     const bool whole_off = NB == 2 && whole16_knob == 0 && !FP16A && p.aligned && pipe_ok;
     if constexpr (NB <= 2)
         if (whole <= whole_max && !whole_off) {
@@ -700,10 +708,19 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         }
     if constexpr (!FP16A && NB >= 2)
         if (!launched && p.aligned && pipe_ok) {
-            if (NB == 2 && pair) /* the fine split fills four CTAs per SM: 4-tile stages, 64 registers */
+            if (NB == 2 && pair) { /* the fine split fills four CTAs per SM: 4-tile stages, 64 registers */
                 launch_err =
                     launch_kernel(mma_kernel_pipe<ENC, 2, 4, 4>, grid, kThreads, pipe_config<ENC, 2, 4>::bytes, s, pdl, p);
-            else
+                launched = true;
+            }
+            if constexpr (NB == 4) /* 32-row tiles at the other depth (QMM_CUDA_PIPE32) */
+                if (!launched && pipe32_knob != 0 && pipe32_knob != pipe_tiles(ENC, 4)) {
+                    constexpr int kOther = 12 - pipe_tiles(ENC, 4);
+                    launch_err = launch_kernel(mma_kernel_pipe<ENC, 4, kOther>, grid, kThreads,
+                                               pipe_config<ENC, 4, kOther>::bytes, s, pdl, p);
+                    launched = true;
+                }
+            if (!launched)
                 launch_err =
                     launch_kernel(mma_kernel_pipe<ENC, NB>, grid, kThreads, pipe_config<ENC, NB>::bytes, s, pdl, p);
             launched = true;
