@@ -362,11 +362,11 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
                 if (e == cudaSuccess)
                     e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, 2, 4, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              pipe_config<ENC, 2, 4>::bytes);
-            if constexpr (NB == 4) /* the other depth of QMM_CUDA_PIPE32 */
+            if constexpr (NB == 4)
                 if (e == cudaSuccess)
-                    e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, 4, 12 - pipe_tiles(ENC, 4)>,
+                    e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, 4, pipe32_other(ENC)>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             pipe_config<ENC, 4, 12 - pipe_tiles(ENC, 4)>::bytes);
+                                             pipe_config<ENC, 4, pipe32_other(ENC)>::bytes);
             lim.pipe_ok = e == cudaSuccess;
         }
     /* the WG variant (bf16 A, CTAs of 64 and 128 rows): where this build has sm_90a machine
@@ -697,7 +697,7 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     bool launched = false;
     static const int whole16_knob = knob_int("QMM_CUDA_WHOLE16", 0);
     /* QMM_CUDA_PIPE32 (a knob for tests and benchmarks): the weight tiles per stage of PIPE's 32-row tiles,
-     * 0 pipe_tiles (default: 8 for FP8, 4 for E2M1), 4 or 8 forced */
+     * 0 (default) pipe_tiles (8 for FP8, 4 for E2M1), 4 or 8 forced (any other value: the default) */
     static const int pipe32_knob = knob_int("QMM_CUDA_PIPE32", 0);
     const bool whole_off = NB == 2 && whole16_knob == 0 && !FP16A && p.aligned && pipe_ok;
     if constexpr (NB <= 2)
@@ -714,10 +714,9 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
                 launched = true;
             }
             if constexpr (NB == 4) /* 32-row tiles at the other depth (QMM_CUDA_PIPE32) */
-                if (!launched && pipe32_knob != 0 && pipe32_knob != pipe_tiles(ENC, 4)) {
-                    constexpr int kOther = 12 - pipe_tiles(ENC, 4);
-                    launch_err = launch_kernel(mma_kernel_pipe<ENC, 4, kOther>, grid, kThreads,
-                                               pipe_config<ENC, 4, kOther>::bytes, s, pdl, p);
+                if (!launched && pipe32_knob == pipe32_other(ENC)) {
+                    launch_err = launch_kernel(mma_kernel_pipe<ENC, 4, pipe32_other(ENC)>, grid, kThreads,
+                                               pipe_config<ENC, 4, pipe32_other(ENC)>::bytes, s, pdl, p);
                     launched = true;
                 }
             if (!launched)
