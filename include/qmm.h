@@ -418,6 +418,23 @@ typedef struct qmm_machine_rates {
  * Takes a second or so. Errors: QMM_ERR_NULL_POINTER, QMM_ERR_OUT_OF_MEMORY, QMM_ERR_CUDA. */
 QMM_API qmm_status qmm_context_measure_rates(qmm_context *ctx, size_t bytes, qmm_machine_rates *out);
 
+/* The state of the machine behind a context now, where its backend can read it: on CUDA, through the
+ * NVIDIA driver's management library (NVML) where it is installed. For benchmarks: a GPU near its power
+ * limit lowers its clock, and compute-bound calls then run slower than on the same GPU cool. */
+typedef struct qmm_machine_state {
+    int known;                        /* 1: the fields below were read; 0: not readable here (host
+                                         backends, or no NVML), and the fields are 0 */
+    double sm_mhz;                    /* CUDA: the SM clock */
+    double power_w;                   /* CUDA: the board's power draw (0 where NVML does not report it) */
+    unsigned long long clock_reasons; /* CUDA: NVML's reasons the clock is below its maximum, a bit mask
+                                         (nvmlClocksThrottleReasons: 0x1 idle, 0x4 software power cap,
+                                         0x8 hardware slowdown, 0x20 / 0x40 software / hardware thermal) */
+} qmm_machine_state;
+
+/* Reads *out (above); fast enough to call between timed batches (no device work, no synchronisation).
+ * A backend that cannot read it returns QMM_OK with out->known = 0. Errors: QMM_ERR_NULL_POINTER. */
+QMM_API qmm_status qmm_context_machine_state(qmm_context *ctx, qmm_machine_state *out);
+
 /* Bytes of workspace one call with m rows of A against an n x k weight of `format` uses on `backend`,
  * so that a context created with qmm_context_options.workspace_bytes of at least this many runs such
  * calls in one piece. A smaller workspace makes the CUDA materialize path dequantize the weight in

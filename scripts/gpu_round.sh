@@ -16,7 +16,7 @@ for spec in "$@"; do
   stamp "bench $name: $envs $args"
   timeout "${BENCH_TIMEOUT:-240}" env $envs build-gpu/qmm bench --backend cuda --json $args > "$OUT/bench_$name.jsonl" 2> "$OUT/bench_$name.err"
   echo "rc=$?"; head -3 "$OUT/bench_$name.err"
-  python3 scripts/bench_summary.py "$OUT/bench_$name.jsonl" | grep -v "^bf16" | tail -n +3 | cut -c1-110
+  python3 scripts/bench_summary.py "$OUT/bench_$name.jsonl" | grep -v "^bf16" | tail -n +3 | cut -c1-120
 done
 [ -f "$OUT/ctest_cuda.log" ] && grep -E "tests passed" "$OUT/ctest_cuda.log"
 # the device tool brings back 8 files at most: more go back as one archive

@@ -1,6 +1,6 @@
 /* Bad input to the CPU backend: QMM_ISA values, thread counts and paths it does not offer, the core's
  * matmul argument errors on a CPU context (each returns its status and writes nothing), a prepared
- * weight whose descriptor changed, and qmm_context_measure_rates. */
+ * weight whose descriptor changed, qmm_context_measure_rates and qmm_context_machine_state. */
 #include "matmul_errors.h"
 
 #define UNTOUCHED(p, bytes) CHECK(harness_all_bytes((p), (bytes), 0xff), "output was written on failure")
@@ -75,6 +75,15 @@ static void test_context(void)
     CHECK_OK(qmm_context_measure_rates(ctx, (size_t)8 << 20, &r));
     CHECK(r.copy_gbps > 0.1 && r.fp32_gflops > 0.1 && r.bf16_gflops >= 0.0, "rates %g GB/s, %g / %g GFLOP/s", r.copy_gbps,
           r.fp32_gflops, r.bf16_gflops);
+    /* the machine's state: not readable on a host backend, which says so with known = 0 and zeros */
+    qmm_machine_state ms;
+    harness_poison(&ms, sizeof ms);
+    CHECK_STATUS(qmm_context_machine_state(NULL, &ms), QMM_ERR_NULL_POINTER);
+    CHECK_STATUS(qmm_context_machine_state(ctx, NULL), QMM_ERR_NULL_POINTER);
+    UNTOUCHED(&ms, sizeof ms);
+    CHECK_OK(qmm_context_machine_state(ctx, &ms));
+    CHECK(ms.known == 0 && ms.sm_mhz == 0.0 && ms.power_w == 0.0 && ms.clock_reasons == 0, "host machine state %d %g %g %llu",
+          ms.known, ms.sm_mhz, ms.power_w, ms.clock_reasons);
     qmm_context_destroy(ctx);
 }
 

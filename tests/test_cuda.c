@@ -518,6 +518,16 @@ static void test_bad_inputs(void)
     qmm_machine_rates r;
     CHECK_OK(qmm_context_measure_rates(ctx, (size_t)64 << 20, &r));
     CHECK(r.copy_gbps > 10.0, "copy bandwidth %.1f GB/s", r.copy_gbps);
+    /* the GPU's clock through NVML where the driver's library is present (always with a driver; known = 0
+     * is allowed, then with zeros); asked twice, as a benchmark does between batches */
+    for (int i = 0; i < 2; i++) {
+        qmm_machine_state ms;
+        harness_poison(&ms, sizeof ms);
+        CHECK_OK(qmm_context_machine_state(ctx, &ms));
+        CHECK(ms.known ? ms.sm_mhz > 0.0 && ms.sm_mhz < 1e5 && ms.power_w >= 0.0 && ms.power_w < 1e4
+                       : ms.sm_mhz == 0.0 && ms.power_w == 0.0 && ms.clock_reasons == 0,
+              "machine state %d: %g MHz, %g W, reasons 0x%llx", ms.known, ms.sm_mhz, ms.power_w, ms.clock_reasons);
+    }
     qmm_buffer_free(ctx, a), qmm_buffer_free(ctx, c);
     qmm_weight_free(&w);
     qmm_context_destroy(other);

@@ -10,7 +10,13 @@
  *   cores); the check runs before timing and a failure is reported and sets the exit code;
  * - warm-up calls first; then batches of calls between two synchronisations (enough calls to take
  *   ~20 ms, so launch gaps are hidden), 7 batches, median time per call;
- * - the dense bf16 path on the same shape and M is timed the same way in the same run.
+ * - the dense bf16 path on the same shape and M is timed the same way in the same run (all its Ms
+ *   first, then each format's);
+ * - after each timed batch the machine's state is read (qmm_context_machine_state): each row reports the
+ *   lowest SM clock, the highest power and the clock-lowering reasons seen, where the backend can read
+ *   them. On the H200 the compute-heavy rows late in a long run ran at a capped clock (1635-1815 MHz
+ *   against 1980, 13-20% slower; BENCHMARKS.md, twenty-third session), so a row's clock says which
+ *   state its time belongs to.
  * Everything goes through the public API (qmm_buffer_*, qmm_context_synchronize). */
 #include <math.h>
 #include <stdio.h>
@@ -43,7 +49,9 @@ static void bench_usage(FILE *f)
             "usage: qmm bench [options]\n\n"
             "Times qmm_matmul per format, shape (N:K) and batch M against the dense bf16 path (cuBLAS bf16\n"
             "on CUDA) and the memory bandwidth, measured in the same run. Results are checked against the\n"
-            "reference backend before timing.\n\n"
+            "reference backend before timing. MHz (JSON: sm_mhz, power_w, clock_reasons): the lowest SM\n"
+            "clock over a row's timed batches, where the backend can read it (CUDA with NVML), else '-'.\n"
+            "A GPU at its power limit lowers its clock: compare such rows at equal clocks.\n\n"
             "options:\n"
             "  --backend NAME      auto (default), cpu, cuda, reference\n"
             "  --format LIST       nvfp4,mxfp4,fp8_tensor,fp8_channel (default: those four)\n"
@@ -194,6 +202,9 @@ typedef struct bench_run {
     double us, rel_err;
     qmm_path path;
     qmm_status status;
+    /* the machine over the timed batches, read after each (qmm_context_machine_state): the lowest SM
+     * clock, the highest power and every clock-lowering reason seen; known = 0 where not readable */
+    qmm_machine_state machine;
 } bench_run;
 
 static size_t bench_elem(qmm_dtype t) { return t == QMM_DTYPE_FP32 ? 4 : 2; }
@@ -247,6 +258,13 @@ static bench_run bench_time(qmm_context *ctx, const bench_options *o, bench_weig
             r.status = qmm_matmul(ctx, m, a_type, a_buf, k, &bw->copies[next++ % bw->count], o->out_type, c_buf, n, NULL);
         if (r.status == QMM_OK) r.status = qmm_context_synchronize(ctx);
         times[rep] = (tool_now() - t0) / batch;
+        qmm_machine_state now;
+        if (qmm_context_machine_state(ctx, &now) == QMM_OK && now.known) {
+            if (!r.machine.known || now.sm_mhz < r.machine.sm_mhz) r.machine.sm_mhz = now.sm_mhz;
+            if (now.power_w > r.machine.power_w) r.machine.power_w = now.power_w;
+            r.machine.clock_reasons |= now.clock_reasons;
+            r.machine.known = 1;
+        }
     }
     r.us = tool_median(times, reps) * 1e6;
     return r;
@@ -261,8 +279,8 @@ static void bench_print_header(const bench_options *o, qmm_context *ctx, const q
     if (rates->bf16_gflops > 0) printf(", bf16 dot peak %.0f GFLOP/s", rates->bf16_gflops);
     printf("\nactivations %s, output %s; weights rotated over >= %.0f MB; median of %d batches\n\n",
            qmm_dtype_name(o->a_type), qmm_dtype_name(o->out_type), o->rotate_mb, o->reps);
-    printf("%-12s %-11s %6s %6s %6s %10s %9s %6s %9s %9s %6s %10s %8s %9s\n", "format", "path", "M", "N", "K", "us", "GB/s",
-           "%bw", "GFLOP/s", "TFLOP/s", "%peak", "dense_us", "speedup", "rel_err");
+    printf("%-12s %-11s %6s %6s %6s %10s %9s %6s %9s %9s %6s %10s %8s %9s %6s\n", "format", "path", "M", "N", "K", "us", "GB/s",
+           "%bw", "GFLOP/s", "TFLOP/s", "%peak", "dense_us", "speedup", "rel_err", "MHz");
     fflush(stdout);
 }
 
@@ -283,15 +301,21 @@ static void bench_print_row(const bench_options *o, qmm_context *ctx, const qmm_
         printf("{\"backend\":\"%s\",\"device\":\"%s\",\"format\":\"%s\",\"path\":\"%s\",\"M\":%zu,\"N\":%zu,\"K\":%zu,"
                "\"us\":%.3f,\"weight_bytes\":%zu,\"gbps\":%.2f,\"pct_bw\":%.1f,\"copy_gbps\":%.1f,\"tflops\":%.4f,"
                "\"pct_peak\":%.1f,\"dense_us\":%.3f,\"speedup_vs_dense\":%.3f,\"rel_err\":%.3e,\"out\":\"%s\","
-               "\"gflops\":%.2f,\"peak_gflops\":%.1f,\"a_type\":\"%s\"}\n",
+               "\"gflops\":%.2f,\"peak_gflops\":%.1f,\"a_type\":\"%s\"",
                qmm_backend_name(b), qmm_context_describe(ctx), t.name, qmm_path_name(r->path), m, n, k, r->us, bytes, gbps,
                pct_bw, rates->copy_gbps, tflops, pct_peak, dense_us, speedup, r->rel_err, qmm_dtype_name(o->out_type),
                tflops * 1e3, peak, qmm_dtype_name(a_type));
+        if (r->machine.known)
+            printf(",\"sm_mhz\":%.0f,\"power_w\":%.1f,\"clock_reasons\":%llu", r->machine.sm_mhz, r->machine.power_w,
+                   r->machine.clock_reasons);
+        printf("}\n");
     } else {
-        char pk[16] = "-";
+        char pk[16] = "-", mhz[16] = "-";
         if (peak > 0) snprintf(pk, sizeof pk, "%.1f", pct_peak);
-        printf("%-12s %-11s %6zu %6zu %6zu %10.2f %9.1f %6.1f %9.1f %9.3f %6s %10.2f %8.2f %9.2e\n", t.name,
-               qmm_path_name(r->path), m, n, k, r->us, gbps, pct_bw, tflops * 1e3, tflops, pk, dense_us, speedup, r->rel_err);
+        if (r->machine.known) snprintf(mhz, sizeof mhz, "%.0f", r->machine.sm_mhz);
+        printf("%-12s %-11s %6zu %6zu %6zu %10.2f %9.1f %6.1f %9.1f %9.3f %6s %10.2f %8.2f %9.2e %6s\n", t.name,
+               qmm_path_name(r->path), m, n, k, r->us, gbps, pct_bw, tflops * 1e3, tflops, pk, dense_us, speedup, r->rel_err,
+               mhz);
     }
     fflush(stdout);
 }

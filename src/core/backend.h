@@ -45,6 +45,8 @@ typedef struct qmm__backend_ops {
     qmm_status (*synchronize)(void *state);
     /* Optional (NULL: one thread reading host memory, no peak). */
     qmm_status (*measure_rates)(void *state, size_t bytes, qmm_machine_rates *out);
+    /* Optional (NULL: not known): qmm_context_machine_state; false where it cannot be read now. */
+    bool (*machine_state)(void *state, qmm_machine_state *out);
     /* Optional (NULL: 0): device workspace bytes for one call of m rows against an n x k weight. */
     size_t (*workspace_need)(size_t m, qmm_format format, size_t n, size_t k);
 } qmm__backend_ops;

@@ -28,6 +28,8 @@ typedef struct qmm__cuda_state {
     char *workspace;
     size_t workspace_bytes;
     unsigned *counters; /* split-K arrival counters, zero between calls */
+    qmm__nvml *nvml;    /* opened at the first qmm_context_machine_state (nvml_tried) */
+    bool nvml_tried;
     char description[384];
 } qmm__cuda_state;
 
@@ -134,6 +136,7 @@ static void qmm__cuda_destroy(void *state)
     cudaFree(st->workspace);
     cudaFree(st->counters);
     if (st->own_stream && st->stream) cudaStreamDestroy(st->stream);
+    qmm__nvml_close(st->nvml);
     free(st);
 }
 
@@ -428,6 +431,22 @@ static qmm_status qmm__cuda_measure_rates(void *state, size_t bytes, qmm_machine
     return QMM_OK;
 }
 
+/* The device's clock and power through NVML, opened once per context (qmm__nvml_open; a context whose
+ * machine has no NVML tries once and then reports unknown without a call). */
+static bool qmm__cuda_machine_state(void *state, qmm_machine_state *out)
+{
+    qmm__cuda_state *st = state;
+    if (!st->nvml_tried) {
+        st->nvml_tried = true;
+        char bus[32];
+        if (cudaDeviceGetPCIBusId(bus, (int)sizeof bus, st->device) == cudaSuccess)
+            st->nvml = qmm__nvml_open(bus);
+        else
+            cudaGetLastError();
+    }
+    return qmm__nvml_read(st->nvml, out);
+}
+
 static size_t qmm__cuda_workspace_need(size_t m, qmm_format f, size_t n, size_t k)
 {
     size_t bytes = QMM__CUDA_LT_WORKSPACE + n * sizeof(float) + 2 * m * k * 2 + m * n * sizeof(float) + n * 512;
@@ -453,5 +472,6 @@ const qmm__backend_ops qmm__cuda_backend = {
     .buffer_copy = qmm__cuda_buffer_copy,
     .synchronize = qmm__cuda_synchronize,
     .measure_rates = qmm__cuda_measure_rates,
+    .machine_state = qmm__cuda_machine_state,
     .workspace_need = qmm__cuda_workspace_need,
 };

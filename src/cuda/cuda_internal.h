@@ -114,6 +114,14 @@ int qmm__cuda_epilogue_apply(const float *acc, size_t ldacc, size_t m, size_t n,
 /* Device-to-device copy bandwidth in GB/s (bytes read + written), median of several copies. */
 int qmm__cuda_copy_gbps(void *buf_a, void *buf_b, size_t bytes, void *stream, double *gbps);
 
+/* NVML (nvml.c): the clock, power and clock-lowering reasons of the GPU at pci_bus_id (the form
+ * cudaDeviceGetPCIBusId writes). qmm__nvml_open: NULL where the driver's library is missing or does
+ * not know the device. qmm__nvml_read: false where the clock cannot be read (out untouched). */
+typedef struct qmm__nvml qmm__nvml;
+qmm__nvml *qmm__nvml_open(const char *pci_bus_id);
+void qmm__nvml_close(qmm__nvml *n);
+bool qmm__nvml_read(const qmm__nvml *n, qmm_machine_state *out);
+
 #ifdef __cplusplus
 }
 #endif
