@@ -431,7 +431,8 @@ typedef struct qmm_machine_state {
                                          0x8 hardware slowdown, 0x20 / 0x40 software / hardware thermal) */
 } qmm_machine_state;
 
-/* Reads *out (above); fast enough to call between timed batches (no device work, no synchronisation).
+/* Reads *out (above), with no device work and no synchronisation: fast enough to call between timed
+ * batches, except the first call on a CUDA context, which opens NVML (tens to hundreds of milliseconds).
  * A backend that cannot read it returns QMM_OK with out->known = 0. Errors: QMM_ERR_NULL_POINTER. */
 QMM_API qmm_status qmm_context_machine_state(qmm_context *ctx, qmm_machine_state *out);
 
