@@ -582,13 +582,14 @@ __global__ void __launch_bounds__(kThreads, whole_min_ctas(NB)) mma_kernel_whole
 constexpr int kPipeStages = 3;
 
 /* PIPE's weight tiles per stage by default, also the depth of each lane's weight ring (pipe_config::tiles):
- * 8 for one 16-row tile of A, whose short per-tile work needs more weight bytes in flight (the fused split
- * fills one wave of two CTAs per SM, about 14 warps), and for FP8's 32-row tiles (an E4M3 tile holds half
- * the columns of an E2M1 tile in the same 512 bytes, so half the MMAs per byte in flight: on the H200 8
- * tiles ran M = 17..32 on (4096, 14336) 4-6% faster than 4 with bf16 activations, and 1-5% on the five
- * default shapes with fp16 ones, where E2M1's 32-row tiles at 8 were 1-19% slower, ptxas spilling at
- * 128 registers; BENCHMARKS.md, twenty-third session); 4 for the other tiles, and for 16-row tiles at
- * four CTAs per SM (pair mode, launched with TILES = 4). */
+ * - 8 for one 16-row tile of A, whose short per-tile work needs more weight bytes in flight (the fused
+ *   split fills one wave of two CTAs per SM, about 14 warps);
+ * - 8 for FP8's 32-row tiles: an E4M3 tile holds half the columns of an E2M1 tile in the same 512 bytes,
+ *   so half the MMAs per byte in flight. On the H200 (BENCHMARKS.md, twenty-third session) 8 tiles ran
+ *   M = 17..32 4-6% faster than 4 on (4096, 14336) with bf16 activations, and up to 5% faster on the
+ *   five default shapes with fp16 ones (two rows level). E2M1's 32-row tiles at 8 were 1-19% slower;
+ *   ptxas spills 8 bytes at 128 registers there, not profiled as the cause;
+ * - 4 for the other tiles, and for 16-row tiles at four CTAs per SM (pair mode, launched with TILES = 4). */
 __host__ __device__ constexpr int pipe_tiles(int enc, int nb) { return nb == 2 || (nb == 4 && is_fp8(enc)) ? 8 : 4; }
 /* The other depth of the 32-row tiles, which QMM_CUDA_PIPE32 can force: 4 where pipe_tiles is 8, 8 where it is 4. */
 __host__ __device__ constexpr int pipe32_other(int enc) { return pipe_tiles(enc, 4) == 8 ? 4 : 8; }
