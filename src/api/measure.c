@@ -61,7 +61,7 @@ qmm_status qmm_context_machine_state(qmm_context *ctx, qmm_machine_state *out)
     if (!ctx || !out) return qmm__fail(QMM_ERR_NULL_POINTER, "qmm_context_machine_state: NULL argument");
     qmm_machine_state s;
     memset(&s, 0, sizeof s);
-    if (!ctx->ops->machine_state || !ctx->ops->machine_state(ctx->state, &s)) memset(&s, 0, sizeof s);
+    if (ctx->ops->machine_state && !ctx->ops->machine_state(ctx->state, &s)) memset(&s, 0, sizeof s);
     *out = s;
     return QMM_OK;
 }

@@ -699,7 +699,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     /* QMM_CUDA_PIPE32 (a knob for tests and benchmarks): the weight tiles per stage of PIPE's 32-row tiles,
      * 0 (default) pipe_tiles (8 for FP8, 4 for E2M1), 4 or 8 forced (any other value: the default) */
     static const int pipe32_knob = knob_int("QMM_CUDA_PIPE32", 0);
-    const bool whole_off = NB == 2 && whole16_knob == 0 && !FP16A && p.aligned && pipe_ok;
+    const bool pipe_can = !FP16A && NB >= 2 && p.aligned && pipe_ok; /* PIPE's own condition */
+    const bool whole_off = NB == 2 && whole16_knob == 0 && pipe_can;
     if constexpr (NB <= 2)
         if (whole <= whole_max && !whole_off) {
             const size_t smem = whole_spread<NB>(whole, grid, sm_count, lim, pdl);
@@ -707,21 +708,20 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
             launched = true;
         }
     if constexpr (!FP16A && NB >= 2)
-        if (!launched && p.aligned && pipe_ok) {
-            if (NB == 2 && pair) { /* the fine split fills four CTAs per SM: 4-tile stages, 64 registers */
-                launch_err =
-                    launch_kernel(mma_kernel_pipe<ENC, 2, 4, 4>, grid, kThreads, pipe_config<ENC, 2, 4>::bytes, s, pdl, p);
-                launched = true;
-            }
-            if constexpr (NB == 4) /* 32-row tiles at the other depth (QMM_CUDA_PIPE32) */
-                if (!launched && pipe32_knob == pipe32_other(ENC)) {
-                    launch_err = launch_kernel(mma_kernel_pipe<ENC, 4, pipe32_other(ENC)>, grid, kThreads,
-                                               pipe_config<ENC, 4, pipe32_other(ENC)>::bytes, s, pdl, p);
-                    launched = true;
+        if (!launched && pipe_can) {
+            void (*pipe_kernel)(mma_params) = mma_kernel_pipe<ENC, NB>;
+            size_t pipe_bytes = pipe_config<ENC, NB>::bytes;
+            if constexpr (NB == 2)
+                if (pair) { /* the fine split fills four CTAs per SM: 4-tile stages, 64 registers */
+                    pipe_kernel = mma_kernel_pipe<ENC, 2, 4, 4>;
+                    pipe_bytes = pipe_config<ENC, 2, 4>::bytes;
                 }
-            if (!launched)
-                launch_err =
-                    launch_kernel(mma_kernel_pipe<ENC, NB>, grid, kThreads, pipe_config<ENC, NB>::bytes, s, pdl, p);
+            if constexpr (NB == 4)
+                if (pipe32_knob == pipe32_other(ENC)) { /* 32-row tiles at the other depth (QMM_CUDA_PIPE32) */
+                    pipe_kernel = mma_kernel_pipe<ENC, 4, pipe32_other(ENC)>;
+                    pipe_bytes = pipe_config<ENC, 4, pipe32_other(ENC)>::bytes;
+                }
+            launch_err = launch_kernel(pipe_kernel, grid, kThreads, pipe_bytes, s, pdl, p);
             launched = true;
         }
     if (!launched) launch_err = launch_kernel(mma_kernel<ENC, FP16A, NB>, grid, kThreads, cfg::bytes, s, false, p);
