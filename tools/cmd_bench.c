@@ -10,8 +10,9 @@
  *   cores); the check runs before timing and a failure is reported and sets the exit code;
  * - warm-up calls first; then batches of calls between two synchronisations (enough calls to take
  *   ~20 ms, so launch gaps are hidden), 7 batches, median time per call;
- * - the dense bf16 path on the same shape and M is timed the same way in the same run (all its Ms
- *   first, then each format's);
+ * - the dense bf16 path on the same shape and M is timed the same way in the same run, right before
+ *   each M's quantized rows (all of a shape's weights are prepared at once), so that a row and its
+ *   baseline run at the same state of the machine; --cool-ms pauses before each row;
  * - after each timed batch the machine's state is read (qmm_context_machine_state): each row reports the
  *   lowest SM clock, the highest power and the clock-lowering reasons seen, where the backend can read
  *   them. On the H200 the compute-heavy rows late in a long run ran at a capped clock (1635-1815 MHz
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "commands.h"
 #include "common.h"
@@ -40,7 +42,7 @@ typedef struct bench_options {
     qmm_path path;
     qmm_dtype out_type, a_type;
     int json, threads, reps;
-    double rotate_mb, batch_ms, workspace_mb;
+    double rotate_mb, batch_ms, workspace_mb, cool_ms;
 } bench_options;
 
 static void bench_usage(FILE *f)
@@ -51,7 +53,8 @@ static void bench_usage(FILE *f)
             "on CUDA) and the memory bandwidth, measured in the same run. Results are checked against the\n"
             "reference backend before timing. MHz (JSON: sm_mhz, power_w, clock_reasons): the lowest SM\n"
             "clock over a row's timed batches, where the backend can read it (CUDA with NVML), else '-'.\n"
-            "A GPU at its power limit lowers its clock: compare such rows at equal clocks.\n\n"
+            "A GPU at its power limit lowers its clock: compare such rows at equal clocks. Each M's dense\n"
+            "row runs right before that M's formats (all of a shape's weights are held at once).\n\n"
             "options:\n"
             "  --backend NAME      auto (default), cpu, cuda, reference\n"
             "  --format LIST       nvfp4,mxfp4,fp8_tensor,fp8_channel (default: those four)\n"
@@ -64,6 +67,8 @@ static void bench_usage(FILE *f)
             "  --threads T         CPU worker threads (default: online cores)\n"
             "  --rotate-mb MB      weight copies cycled per timing (default 256)\n"
             "  --reps R            timed batches, median reported (default 7)\n"
+            "  --cool-ms MS        pause before each row, so that a GPU's clock recovers from its power\n"
+            "                      limit between rows (default 0)\n"
             "  --workspace-mb MB   the CUDA context's workspace (default: the backend's; see qmm_workspace_query)\n"
             "  --json              one JSON object per line instead of the table\n"
             "  --help              this text\n");
@@ -135,6 +140,7 @@ static int bench_parse(int argc, char **argv, bench_options *o)
         else if (strcmp(opt, "--threads") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->threads = (int)one;
         else if (strcmp(opt, "--reps") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->reps = (int)one;
         else if (strcmp(opt, "--rotate-mb") == 0) ok = (o->rotate_mb = atof(v)) > 0;
+        else if (strcmp(opt, "--cool-ms") == 0) ok = (o->cool_ms = atof(v)) >= 0 && o->cool_ms <= 600000;
         else if (strcmp(opt, "--workspace-mb") == 0) /* at least one byte: 0 would mean the backend's default */
             ok = (o->workspace_mb = atof(v)) * 1048576.0 >= 1.0 && o->workspace_mb < 1048576.0;
         else ok = 0;
@@ -323,15 +329,32 @@ static void bench_print_row(const bench_options *o, qmm_context *ctx, const qmm_
 /* Tolerance of the pre-timing check: the output type's rounding plus fp32 accumulation. */
 static double bench_tolerance(qmm_dtype t) { return t == QMM_DTYPE_BF16 ? 1e-2 : t == QMM_DTYPE_FP16 ? 2e-3 : 1e-4; }
 
+/* One weight of a shape's run: the dense bf16 baseline (entry 0) or a quantized format, its rotation
+ * copies, and the reference product of the probe rows with it. */
+typedef struct bench_entry {
+    qmm_format format;
+    bench_weight w;
+    float *ref;
+} bench_entry;
+
+/* Sleeps ms milliseconds (the --cool-ms pause before a row); nothing where ms <= 0. */
+static void bench_pause(double ms)
+{
+    if (ms <= 0) return;
+    struct timespec ts = {(time_t)(ms / 1000), (long)(fmod(ms, 1000) * 1e6)};
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+
 static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machine_rates *rates, size_t n, size_t k)
 {
     size_t max_m = 0;
     for (int i = 0; i < o->m_count; i++) max_m = o->ms[i] > max_m ? o->ms[i] : max_m;
+    const int entries = o->format_count + 1;
     uint16_t *probe = malloc(BENCH_PROBE_ROWS * k * 2), *a = malloc(max_m * k * 2);
     void *c_host = malloc(max_m * n * 4), *a_buf = NULL, *c_buf = NULL, *aq_buf = NULL;
-    float *ref = malloc(BENCH_PROBE_ROWS * n * sizeof(float));
+    bench_entry *e = calloc((size_t)entries, sizeof *e);
     int failures = 0;
-    qmm_status st = (probe && a && c_host && ref) ? QMM_OK : QMM_ERR_OUT_OF_MEMORY;
+    qmm_status st = (probe && a && c_host && e) ? QMM_OK : QMM_ERR_OUT_OF_MEMORY;
     if (st == QMM_OK) {
         tool_random_bf16(probe, BENCH_PROBE_ROWS * k, 77);
         for (size_t i = 0; i < max_m; i++) memcpy(a + i * k, probe + (i % BENCH_PROBE_ROWS) * k, k * 2);
@@ -347,50 +370,49 @@ static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machi
         st = qmm_buffer_alloc(ctx, max_m * k * 2, &aq_buf);
         if (st == QMM_OK) st = qmm_buffer_write(ctx, aq_buf, a, max_m * k * 2);
     }
-    const void *a_q = aq_buf ? aq_buf : a_buf;
-    bench_weight dense = {0};
-    if (st == QMM_OK) st = bench_weight_make(ctx, QMM_FORMAT_BF16, n, k, o->rotate_mb, &dense);
-    double *dense_us = calloc((size_t)o->m_count, sizeof(double));
-    /* the dense bf16 path for every M first (its check runs against its own reference) */
-    if (st == QMM_OK) st = tool_reference_product(&dense.copies[0], probe, BENCH_PROBE_ROWS, ref, tool_cpu_count());
-    qmm_path forced = o->path;
-    for (int mi = 0; mi < o->m_count && st == QMM_OK; mi++) {
-        qmm_context_set_path(ctx, QMM_PATH_AUTO); /* the dense path is the backend's own choice */
-        bench_run r = bench_time(ctx, o, &dense, o->ms[mi], QMM_DTYPE_BF16, a_buf, c_buf, c_host, ref);
-        st = r.status;
-        dense_us[mi] = r.us;
-        if (st == QMM_OK && r.rel_err > bench_tolerance(o->out_type)) {
-            fprintf(stderr, "qmm bench: CHECK FAILED: bf16 M=%zu N=%zu K=%zu rel_err %.3e\n", o->ms[mi], n, k, r.rel_err);
-            failures++;
-        }
-        if (st == QMM_OK) bench_print_row(o, ctx, rates, QMM_FORMAT_BF16, QMM_DTYPE_BF16, &r, o->ms[mi], n, k, dense.bytes, r.us);
+    /* every weight of the shape at once, so that each M's rows (dense first) run back to back, at the
+     * same state of the machine: a ratio of two rows timed minutes apart could hold two clocks (the
+     * H200's power cap, BENCHMARKS.md twenty-third session) */
+    for (int i = 0; i < entries && st == QMM_OK; i++) {
+        e[i].format = i == 0 ? QMM_FORMAT_BF16 : o->formats[i - 1];
+        st = bench_weight_make(ctx, e[i].format, n, k, o->rotate_mb, &e[i].w);
+        if (st == QMM_OK && !(e[i].ref = malloc(BENCH_PROBE_ROWS * n * sizeof(float)))) st = QMM_ERR_OUT_OF_MEMORY;
+        if (st == QMM_OK) st = tool_reference_product(&e[i].w.copies[0], probe, BENCH_PROBE_ROWS, e[i].ref, tool_cpu_count());
     }
-    bench_weight_free(&dense);
-    for (int fi = 0; fi < o->format_count && st == QMM_OK; fi++) {
-        bench_weight bw;
-        st = bench_weight_make(ctx, o->formats[fi], n, k, o->rotate_mb, &bw);
-        if (st != QMM_OK) break;
-        st = tool_reference_product(&bw.copies[0], probe, BENCH_PROBE_ROWS, ref, tool_cpu_count());
-        if (forced != QMM_PATH_AUTO && st == QMM_OK) st = qmm_context_set_path(ctx, forced);
-        for (int mi = 0; mi < o->m_count && st == QMM_OK; mi++) {
-            bench_run r = bench_time(ctx, o, &bw, o->ms[mi], o->a_type, a_q, c_buf, c_host, ref);
+    for (int mi = 0; mi < o->m_count && st == QMM_OK; mi++) {
+        const size_t m = o->ms[mi];
+        double dense_us = 0;
+        for (int i = 0; i < entries && st == QMM_OK; i++) {
+            /* the dense path is the backend's own choice; the formats take --path */
+            st = qmm_context_set_path(ctx, i == 0 ? QMM_PATH_AUTO : o->path);
+            if (st != QMM_OK) break;
+            bench_pause(o->cool_ms);
+            const bench_run r = i == 0 ? bench_time(ctx, o, &e[i].w, m, QMM_DTYPE_BF16, a_buf, c_buf, c_host, e[i].ref)
+                                       : bench_time(ctx, o, &e[i].w, m, o->a_type, aq_buf ? aq_buf : a_buf, c_buf, c_host,
+                                                    e[i].ref);
             st = r.status;
-            if (st == QMM_OK && r.rel_err > bench_tolerance(o->out_type)) {
+            if (st != QMM_OK) break;
+            if (i == 0) dense_us = r.us;
+            if (r.rel_err > bench_tolerance(o->out_type)) {
                 qmm_format_traits t;
-                qmm_format_get_traits(o->formats[fi], &t);
+                qmm_format_get_traits(e[i].format, &t);
                 fprintf(stderr, "qmm bench: CHECK FAILED: %s %s M=%zu N=%zu K=%zu rel_err %.3e\n", t.name,
-                        qmm_path_name(r.path), o->ms[mi], n, k, r.rel_err);
+                        qmm_path_name(r.path), m, n, k, r.rel_err);
                 failures++;
             }
-            if (st == QMM_OK) bench_print_row(o, ctx, rates, o->formats[fi], o->a_type, &r, o->ms[mi], n, k, bw.bytes, dense_us[mi]);
+            bench_print_row(o, ctx, rates, e[i].format, i == 0 ? QMM_DTYPE_BF16 : o->a_type, &r, m, n, k, e[i].w.bytes,
+                            dense_us);
         }
-        qmm_context_set_path(ctx, QMM_PATH_AUTO);
-        bench_weight_free(&bw);
+    }
+    qmm_context_set_path(ctx, QMM_PATH_AUTO);
+    for (int i = 0; e && i < entries; i++) {
+        if (e[i].w.copies) bench_weight_free(&e[i].w);
+        free(e[i].ref);
     }
     qmm_buffer_free(ctx, a_buf);
     qmm_buffer_free(ctx, aq_buf);
     qmm_buffer_free(ctx, c_buf);
-    free(dense_us), free(probe), free(a), free(c_host), free(ref);
+    free(e), free(probe), free(a), free(c_host);
     if (st != QMM_OK) return tool_report("bench", st);
     return failures ? 1 : 0;
 }
