@@ -126,58 +126,73 @@ __device__ __forceinline__ void dequant_tile(uint4 d, uint2 sv, int enc, int mx_
     }
 }
 
-/* kDqTiles tiles per warp (the CTA's eight warps on adjacent chunks in each round), all their loads
- * issued first; rows [r0, r0 + rows) of W, r0 a multiple of 16. Each tile is decoded into shared memory
- * and written row by row, a row's ck elements by ck / 8 adjacent lanes in 16-byte pieces, so that one
- * store instruction fills whole 128-byte lines (E2M1: 4 rows of 128 bytes; E4M3: 8 rows of 64). */
+/* Rounds of kDqTiles tiles per warp (a round: the CTA's eight warps on 8 * kDqTiles adjacent tiles, the
+ * warps on adjacent chunks), all of a round's loads issued first; rows [r0, r0 + rows) of W, r0 a
+ * multiple of 16. Each tile is decoded into shared memory and written row by row, a row's ck elements by
+ * ck / 8 adjacent lanes in 16-byte pieces, so that one store instruction fills whole 128-byte lines
+ * (E2M1: 4 rows of 128 bytes; E4M3: 8 rows of 64). One round per CTA: a looping form over a grid of
+ * what the device holds at once, the next round's loads issued before this round's decode and stores,
+ * was 3-13% slower on the H200 (80 registers, three CTAs per SM against five; BENCHMARKS.md, twenty-fourth
+ * session). This form (a round's loads and its stores as two lambdas) compiles to 48 registers, the form
+ * before it to 58, and took 0-4% less time (Nsight, same session). */
 template <bool HALF>
-__global__ void __launch_bounds__(kDqWarps * 32) dequant_kernel(const uint4 *data, const uint8_t *scales, int enc, int n,
-                                                               int k, int chunks, int strip0, int strip_count, int r0,
-                                                               int rows, uint16_t *dst, int mx_off, uint32_t fix2)
+__global__ void __launch_bounds__(kDqWarps * 32)
+    dequant_kernel(const uint4 *data, const uint8_t *scales, int enc, int n, int k, int chunks, int strip0,
+                   int strip_count, int r0, int rows, uint16_t *dst, int mx_off, uint32_t fix2)
 {
     __shared__ __align__(16) uint16_t tile_s[kDqWarps][16][kDqRow];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const long long total = (long long)strip_count * chunks;
-    const long long base = (long long)blockIdx.x * kDqWarps * kDqTiles + warp;
+    const long long rounds = (total + kDqWarps * kDqTiles - 1) / (kDqWarps * kDqTiles);
     const bool fp8 = enc == QMM__ENC_FP8 || enc == QMM__ENC_FP8_RAW;
     const int ck = fp8 ? 32 : 64;
     const int stile_bytes = fp8 ? 0 : (enc == QMM__ENC_NVFP4 || enc == QMM__ENC_NVFP4_RAW) ? 64 : 32;
     uint4 dv[kDqTiles];
     uint2 sv[kDqTiles];
+    /* this warp's tiles of round r into (d, s) */
+    auto load = [&](long long r, uint4(&d)[kDqTiles], uint2(&s)[kDqTiles]) {
 #pragma unroll
-    for (int i = 0; i < kDqTiles; i++) {
-        const long long tile = base + (long long)i * kDqWarps;
-        dv[i] = make_uint4(0u, 0u, 0u, 0u), sv[i] = make_uint2(0u, 0u);
-        if (tile < total) {
-            const size_t at = (size_t)strip0 * chunks + (size_t)tile;
-            dv[i] = __ldcs(data + at * 32 + lane);
-            if (stile_bytes == 64) sv[i] = *reinterpret_cast<const uint2 *>(scales + at * 64 + g * 8);
-            else if (stile_bytes == 32) sv[i].x = *reinterpret_cast<const uint32_t *>(scales + at * 32 + g * 4);
-        }
-    }
-    uint16_t(*ts)[kDqRow] = tile_s[warp];
-    const int lpr = ck / 8, rpi = 32 / lpr, piece = lane % lpr; /* lanes per row, rows per store */
-#pragma unroll
-    for (int i = 0; i < kDqTiles; i++) {
-        const long long tile = base + (long long)i * kDqWarps;
-        if (tile >= total) break;
-        const int strip = strip0 + (int)(tile / chunks), chunk = (int)(tile % chunks);
-        if (i) __syncwarp(); /* the tile before is written out */
-        dequant_tile<HALF>(dv[i], sv[i], enc, mx_off, fix2, g, t, ts);
-        __syncwarp();
-        const int col0 = chunk * ck + piece * 8;
-        for (int rr = lane / lpr; rr < 16; rr += rpi) {
-            const int row = strip * 16 + rr;
-            if (row >= n || row < r0 || row >= r0 + rows) continue;
-            uint16_t *out = dst + (size_t)(row - r0) * k + col0;
-            if (k % 8 == 0 && col0 + 8 <= k) {
-                *reinterpret_cast<uint4 *>(out) = *reinterpret_cast<const uint4 *>(&ts[rr][piece * 8]);
-            } else {
-                for (int c = 0; c < 8; c++)
-                    if (col0 + c < k) out[c] = ts[rr][piece * 8 + c];
+        for (int i = 0; i < kDqTiles; i++) {
+            const long long tile = r * kDqWarps * kDqTiles + warp + (long long)i * kDqWarps;
+            d[i] = make_uint4(0u, 0u, 0u, 0u), s[i] = make_uint2(0u, 0u);
+            if (tile < total) {
+                const size_t at = (size_t)strip0 * chunks + (size_t)tile;
+                d[i] = __ldcs(data + at * 32 + lane);
+                if (stile_bytes == 64) s[i] = *reinterpret_cast<const uint2 *>(scales + at * 64 + g * 8);
+                else if (stile_bytes == 32) s[i].x = *reinterpret_cast<const uint32_t *>(scales + at * 32 + g * 4);
             }
         }
-    }
+    };
+    uint16_t(*ts)[kDqRow] = tile_s[warp];
+    const int lpr = ck / 8, rpi = 32 / lpr, piece = lane % lpr; /* lanes per row, rows per store */
+    /* decode and write out this warp's tiles (d, sc) of round r */
+    auto put = [&](long long r, const uint4(&d)[kDqTiles], const uint2(&sc)[kDqTiles]) {
+#pragma unroll
+        for (int i = 0; i < kDqTiles; i++) {
+            const long long tile = r * kDqWarps * kDqTiles + warp + (long long)i * kDqWarps;
+            if (tile >= total) break;
+            const int strip = strip0 + (int)(tile / chunks), chunk = (int)(tile % chunks);
+            __syncwarp(); /* the tile before is written out */
+            dequant_tile<HALF>(d[i], sc[i], enc, mx_off, fix2, g, t, ts);
+            __syncwarp();
+            const int col0 = chunk * ck + piece * 8;
+            for (int rr = lane / lpr; rr < 16; rr += rpi) {
+                const int row = strip * 16 + rr;
+                if (row >= n || row < r0 || row >= r0 + rows) continue;
+                uint16_t *out = dst + (size_t)(row - r0) * k + col0;
+                if (k % 8 == 0 && col0 + 8 <= k) {
+                    *reinterpret_cast<uint4 *>(out) = *reinterpret_cast<const uint4 *>(&ts[rr][piece * 8]);
+                } else {
+                    for (int c = 0; c < 8; c++)
+                        if (col0 + c < k) out[c] = ts[rr][piece * 8 + c];
+                }
+            }
+        }
+    };
+    const long long r = blockIdx.x;
+    if (r >= rounds) return;
+    load(r, dv, sv);
+    put(r, dv, sv);
 }
 
 __global__ void split_fp16_kernel(const __half *a, size_t m, size_t k, size_t lda, __nv_bfloat16 *hi, __nv_bfloat16 *lo)
@@ -239,14 +254,10 @@ extern "C" int qmm__cuda_dequantize(const qmm__cuda_prepared *w, size_t r0, size
     const int e = (int)((fix_bits >> 23) & 0xff) - 127;
     const uint32_t fb = e >= -126 ? (fix_bits >> 16) : (0x40u >> (-126 - e));
     const uint32_t fix2 = fb | (fb << 16);
-    if (dst_half)
-        dequant_kernel<true><<<grid, kDqWarps * 32, 0, s>>>(data, sc, (int)w->enc, (int)w->n, (int)w->k, (int)w->chunks,
-                                                             strip0, strip_end - strip0, (int)r0, (int)rows,
-                                                             static_cast<uint16_t *>(dst), w->mx_off, fix2);
-    else
-        dequant_kernel<false><<<grid, kDqWarps * 32, 0, s>>>(data, sc, (int)w->enc, (int)w->n, (int)w->k, (int)w->chunks,
-                                                              strip0, strip_end - strip0, (int)r0, (int)rows,
-                                                              static_cast<uint16_t *>(dst), w->mx_off, fix2);
+    auto kernel = dst_half ? dequant_kernel<true> : dequant_kernel<false>;
+    kernel<<<grid, kDqWarps * 32, 0, s>>>(data, sc, (int)w->enc, (int)w->n, (int)w->k, (int)w->chunks, strip0,
+                                          strip_end - strip0, (int)r0, (int)rows, static_cast<uint16_t *>(dst), w->mx_off,
+                                          fix2);
     return (int)cudaGetLastError();
 }
 
