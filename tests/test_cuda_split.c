@@ -153,6 +153,30 @@ static void check_wg_plans(void)
     }
 }
 
+/* The materialize path's chunks of W (qmm__cuda_chunk_rows) for left bytes, w_row and f_row bytes per
+ * row, n rows: they fit as the carves round them, are as few as any chunk size that fits allows (the
+ * most rows that fit, found by search), equal (multiples of 16 rows, the last one shorter by less than 16
+ * rows per chunk), and 0 only where 16 rows do not fit. */
+static void check_chunks(size_t left, size_t w_row, size_t f_row, size_t n)
+{
+    const size_t rows = qmm__cuda_chunk_rows(left, w_row, f_row, n);
+    size_t most = n; /* the most rows that fit: n, or a multiple of 16 */
+    while (most > 0 && qmm__cuda_round256(most * w_row) + qmm__cuda_round256(most * f_row) > left)
+        most -= most % 16 ? most % 16 : 16;
+    if (most == 0) {
+        CHECK(rows == 0, "chunk_rows(%zu, %zu, %zu, %zu) = %zu where 16 rows do not fit", left, w_row, f_row, n, rows);
+        return;
+    }
+    CHECK(rows > 0 && (rows == n || (rows % 16 == 0 && rows < n)), "chunk_rows(%zu, %zu, %zu, %zu) = %zu", left, w_row,
+          f_row, n, rows);
+    if (rows == 0) return;
+    CHECK(qmm__cuda_round256(rows * w_row) + qmm__cuda_round256(rows * f_row) <= left,
+          "chunks of %zu rows (%zu + %zu bytes each) overflow %zu bytes", rows, w_row, f_row, left);
+    const size_t chunks = (n + rows - 1) / rows, fewest = (n + most - 1) / most, last = n - (chunks - 1) * rows;
+    CHECK(chunks == fewest, "%zu chunks of %zu rows where %zu of %zu would do (n = %zu)", chunks, rows, fewest, most, n);
+    CHECK(last > 0 && rows - last < 16 * chunks, "chunks of %zu rows leave a last one of %zu (n = %zu)", rows, last, n);
+}
+
 int main(void)
 {
     harness_begin("test_cuda_split");
@@ -168,6 +192,16 @@ int main(void)
         const size_t counters = w == 3 ? (size_t)1 << 30 : (size_t)random_size(1, 1 << 16);
         check_tall(strips, chunks, tps, sm, pf, counters, (int)(harness_next() % 4 == 0));
     }
+    for (int it = 0; it < 3000; it++) {
+        const size_t n = (size_t)random_size(1, 100000), w_row = (harness_next() % 8 == 0) ? 0 : 2 * (size_t)random_size(1, 70000);
+        const size_t f_row = (harness_next() % 2) ? 0 : 4 * (size_t)random_size(1, 10000);
+        const size_t left = (size_t)random_size(1, 1 << 30) * (harness_next() % 2 ? 1 : 256);
+        check_chunks(left, w_row, f_row, n);
+    }
+    /* the default 256 MiB workspace less cuBLASLt's 32 MiB, (8192, 28672) at M = 2048: two chunks of 4096
+     * rows (4048, 4048 and 96 before) */
+    CHECK(qmm__cuda_chunk_rows((size_t)224 << 20, 28672 * 2, 0, 8192) == 4096, "(8192, 28672) M = 2048 in %zu-row chunks",
+          qmm__cuda_chunk_rows((size_t)224 << 20, 28672 * 2, 0, 8192));
     /* (N, K), GEMV split, fused split, coarse at M = 128, coarse at M = 256 */
     check_default(4096, 14336, 16, 8, 1, 1);
     check_default(14336, 4096, 0, 2, 1, 1);

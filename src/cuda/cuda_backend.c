@@ -271,7 +271,7 @@ static qmm_status qmm__cuda_run_mma(qmm__cuda_state *st, const qmm__matmul_args 
 /* Takes `bytes` (256-byte aligned) from the front of the remaining workspace. */
 static void *qmm__carve(char **cur, size_t *left, size_t bytes)
 {
-    size_t b = (bytes + 255) & ~(size_t)255;
+    size_t b = qmm__cuda_round256(bytes);
     if (b > *left) return NULL;
     void *p = *cur;
     *cur += b;
@@ -319,10 +319,7 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
     if (split_a && (!a_hi || !a_lo))
         return qmm__fail(QMM_ERR_WORKSPACE_TOO_SMALL, "qmm_matmul: the workspace (%zu bytes) cannot hold the operands of "
                          "m = %zu, k = %zu (see qmm_workspace_query)", st->workspace_bytes, m, k);
-    const size_t per_row = (p->enc != QMM__ENC_BF16 ? k * 2 : 0) + (lt_epi ? 0 : m * sizeof(float)) + 512;
-    size_t rows = per_row ? left / per_row : n;
-    if (rows >= n) rows = n;
-    else rows -= rows % 16;
+    const size_t rows = qmm__cuda_chunk_rows(left, p->enc != QMM__ENC_BF16 ? k * 2 : 0, lt_epi ? 0 : m * sizeof(float), n);
     if (rows == 0)
         return qmm__fail(QMM_ERR_WORKSPACE_TOO_SMALL, "qmm_matmul: the workspace (%zu bytes) cannot hold 16 weight rows of "
                          "k = %zu for m = %zu (see qmm_workspace_query)", st->workspace_bytes, k, m);

@@ -99,6 +99,30 @@ typedef struct qmm__cuda_epilogue {
  * does not depend on it (batch invariance; tests/test_cuda_split.c checks the split at each height). */
 static inline int qmm__cuda_fused_nb(size_t m) { return m <= 16 ? 2 : m <= 32 ? 4 : 8; }
 
+/* bytes rounded up to the 256-byte alignment of the workspace's carves (cuda_backend.c) */
+static inline size_t qmm__cuda_round256(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
+
+/* The rows of W per chunk of the materialize path: as few chunks as `left` bytes allow for each chunk's
+ * w_row bytes of dequantized weight and f_row bytes of fp32 sums per row (rounded as qmm__carve rounds
+ * them), all of one size (a multiple of 16 rows; the last one shorter by less than 16 rows per chunk);
+ * 0 where not even 16 rows fit. Before, a slack of 512 bytes per row (the two carves' rounding needs
+ * 510 bytes in all) and chunks of the most rows left (8192, 28672) at M = 2048 in the default workspace
+ * with chunks of 4048, 4048 and 96 rows: the last one's dequantization and GEMM took 11 + 34 us of the
+ * call's 1345 on the H200 (twenty-fourth session); now two of 4096. Equal chunks in general are not yet
+ * measured. cuda_backend.c carves them; test_cuda_split checks this rule on the host. */
+static inline size_t qmm__cuda_chunk_rows(size_t left, size_t w_row, size_t f_row, size_t n)
+{
+    const size_t per_row = w_row + f_row;
+    size_t rows = per_row ? left / per_row : n;
+    if (rows >= n) rows = n;
+    else rows -= rows % 16;
+    while (rows > 0 && qmm__cuda_round256(rows * w_row) + qmm__cuda_round256(rows * f_row) > left)
+        rows -= rows % 16 ? rows % 16 : 16;
+    if (rows == 0 || rows == n) return rows;
+    const size_t chunks = (n + rows - 1) / rows, even = (n + chunks - 1) / chunks;
+    return (even + 15) / 16 * 16; /* at most rows: rows is a multiple of 16 and even <= rows */
+}
+
 /* Launchers (kernels_*.cu). Each returns a cudaError_t value (0 = success) after checking the launch. */
 /* The tensor-core kernels: M tiles of 8 * nb rows of A (nb = 1: the GEMV path; 2, 4, 8: the fused path). */
 int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int a_type, const void *a, size_t lda,
