@@ -19,6 +19,7 @@
  *   against 1980, 13-20% slower; BENCHMARKS.md, twenty-third session), so a row's clock says which
  *   state its time belongs to.
  * Everything goes through the public API (qmm_buffer_*, qmm_context_synchronize). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,7 +343,7 @@ static void bench_pause(double ms)
 {
     if (ms <= 0) return;
     struct timespec ts = {(time_t)(ms / 1000), (long)(fmod(ms, 1000) * 1e6)};
-    while (nanosleep(&ts, &ts) != 0) {}
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machine_rates *rates, size_t n, size_t k)
@@ -386,10 +387,11 @@ static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machi
             /* the dense path is the backend's own choice; the formats take --path */
             st = qmm_context_set_path(ctx, i == 0 ? QMM_PATH_AUTO : o->path);
             if (st != QMM_OK) break;
+            /* the dense baseline keeps bf16 activations; the formats take --a-type */
+            const qmm_dtype a_type = i == 0 ? QMM_DTYPE_BF16 : o->a_type;
             bench_pause(o->cool_ms);
-            const bench_run r = i == 0 ? bench_time(ctx, o, &e[i].w, m, QMM_DTYPE_BF16, a_buf, c_buf, c_host, e[i].ref)
-                                       : bench_time(ctx, o, &e[i].w, m, o->a_type, aq_buf ? aq_buf : a_buf, c_buf, c_host,
-                                                    e[i].ref);
+            const bench_run r = bench_time(ctx, o, &e[i].w, m, a_type, i == 0 || !aq_buf ? a_buf : aq_buf, c_buf, c_host,
+                                           e[i].ref);
             st = r.status;
             if (st != QMM_OK) break;
             if (i == 0) dense_us = r.us;
@@ -400,8 +402,7 @@ static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machi
                         qmm_path_name(r.path), m, n, k, r.rel_err);
                 failures++;
             }
-            bench_print_row(o, ctx, rates, e[i].format, i == 0 ? QMM_DTYPE_BF16 : o->a_type, &r, m, n, k, e[i].w.bytes,
-                            dense_us);
+            bench_print_row(o, ctx, rates, e[i].format, a_type, &r, m, n, k, e[i].w.bytes, dense_us);
         }
     }
     qmm_context_set_path(ctx, QMM_PATH_AUTO);
