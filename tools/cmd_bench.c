@@ -406,8 +406,8 @@ static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machi
         }
     }
     qmm_context_set_path(ctx, QMM_PATH_AUTO);
-    for (int i = 0; e && i < entries; i++) {
-        if (e[i].w.copies) bench_weight_free(&e[i].w);
+    for (int i = 0; e && i < entries; i++) { /* bench_weight_free takes an unmade (zeroed) weight too */
+        bench_weight_free(&e[i].w);
         free(e[i].ref);
     }
     qmm_buffer_free(ctx, a_buf);

@@ -444,6 +444,9 @@ static bool qmm__cuda_machine_state(void *state, qmm_machine_state *out)
     return qmm__nvml_read(st->nvml, out);
 }
 
+/* qmm_workspace_query's answer. Its n * 512 bytes were the materialize path's per-row slack before
+ * qmm__cuda_chunk_rows, which needs none (the carves' rounding is covered by the final 4096); kept, so that
+ * the answer stays what it was. */
 static size_t qmm__cuda_workspace_need(size_t m, qmm_format f, size_t n, size_t k)
 {
     size_t bytes = QMM__CUDA_LT_WORKSPACE + n * sizeof(float) + 2 * m * k * 2 + m * n * sizeof(float) + n * 512;
