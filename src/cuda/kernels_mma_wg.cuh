@@ -419,7 +419,10 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
             for (int i = i0; i < i1; i++) {
                 wg_bar_wait(&full[s], phase);
                 const uint8_t *st = smem_wg + s * cf::stage;
-                const uint32_t lo = lo_ring + s * (cf::stage >> 4);
+                /* the stage's descriptor word broadcast from lane 0: ptxas then keeps it, and the eight
+                 * descriptors built from it, in uniform registers (UIADD3 and UMOV per wgmma instead of
+                 * VIADD, IMAD.MOV and two R2UR) */
+                const uint32_t lo = __shfl_sync(0xffffffffu, lo_ring + s * (cf::stage >> 4), 0);
                 decode(st, 0, a0);
                 issue(a0, lo);
                 wg_wait<1>(); /* the stage before is done */
