@@ -303,7 +303,9 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
     const bool split_a = a_fp16 && !w_half;
     const bool per_column = p->channel_scales || x->epi.column_scale;
     /* cuBLASLt's per-row alpha vector costs its GEMM up to 40% at M = 2048 (measured on H200, FP8 per
-     * channel, 2086 us against 1588 us per tensor); an fp32 result plus qmm's epilogue costs less. */
+     * channel, 2086 us against 1588 us per tensor); an fp32 result plus qmm's epilogue costs less. Measured
+     * again with this round trip as the other side (cuBLASLt 13, 2026-12-02; docs/patches/lt-alpha-vector.patch):
+     * the vector 1-12% slower at M = 2048..8192 on the five default shapes (BENCHMARKS.md, row 103). */
     /* cuBLASLt's GELU epilogue is not the tanh formula of qmm.h (measured on H200: bf16 results a few ulps
      * apart), so GELU, like SiLU and GELU-erf, runs in qmm's epilogue kernel. */
     const bool lt_epi = allow_lt_epilogue && !split_a && !per_column &&
