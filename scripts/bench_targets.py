@@ -21,7 +21,7 @@ def report(title, rows, value, target, fmt="{:.2f}x"):
     vals = [value(r) for r in rows]
     miss = [(r, v) for r, v in zip(rows, vals) if v < target]
     verdict = "met" if not miss else "missed"
-    print(f"{title} (target {fmt.format(target)}): {verdict}, {len(rows) - len(miss)} of {len(rows)} rows; "
+    print(f"{title} (target {fmt.format(target)}): {verdict}: {len(rows) - len(miss)} of {len(rows)} rows reach it; "
           f"{fmt.format(min(vals))} to {fmt.format(max(vals))}")
     for r, v in miss:
         print(f"    {r['format']:<12} ({r['N']}, {r['K']}) M = {r['M']}: {fmt.format(v)}"
