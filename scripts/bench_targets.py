@@ -45,7 +45,7 @@ def main():
            sel(FP4, 1, LARGE), lambda r: r["pct_bw"], 85.0, "{:.1f}%")
     report("  FP8 M = 1, all shapes", sel(FP8, 1), speed, 1.9)
     for m in (2048, 4096, 8192):
-        report(f"  every format M = {m}", [r for r in q if r["M"] == m], speed, 0.93)
+        report(f"  every format M = {m}", sel(FP4 + FP8, m), speed, 0.93)
     print("Issue 4:")
     for m, t in ISSUE4_FP4.items():
         report(f"  NVFP4/MXFP4 M = {m}", sel(FP4, m), speed, t)
