@@ -126,12 +126,40 @@ __device__ __forceinline__ void wg_bar_arrive(uint64_t *b)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(wg_smem(b)) : "memory");
 }
-__device__ __forceinline__ void wg_bar_wait(uint64_t *b, uint32_t parity)
+/* mbarrier waits and shared loads at 32-bit shared addresses (the consumer loop's: computed once, so
+ * that ptxas does not rebuild the generic addresses of the shared window at every stage) */
+__device__ __forceinline__ void wg_bar_wait_at(uint32_t b, uint32_t parity)
 {
-    asm volatile("{\n.reg .pred p;\nWAIT_%=: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra WAIT_%=;\n}\n" ::"r"(
-                     wg_smem(b)),
+    asm volatile("{\n.reg .pred p;\nWAIT_%=: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra WAIT_%=;\n}\n" ::"r"(b),
                  "r"(parity)
                  : "memory");
+}
+__device__ __forceinline__ void wg_bar_wait(uint64_t *b, uint32_t parity) { wg_bar_wait_at(wg_smem(b), parity); }
+__device__ __forceinline__ uint4 wg_lds128(uint32_t addr)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+    return v;
+}
+__device__ __forceinline__ uint2 wg_lds64(uint32_t addr)
+{
+    uint2 v;
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+    return v;
+}
+__device__ __forceinline__ uint32_t wg_lds32(uint32_t addr)
+{
+    uint32_t v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+    return v;
+}
+/* This lane's block scale codes of one tile at shared address a (load_scales' form) */
+template <int ENC>
+__device__ __forceinline__ uint2 wg_load_scales(uint32_t a)
+{
+    if constexpr (is_nvfp4(ENC)) return wg_lds64(a);
+    else if constexpr (is_mxfp4(ENC)) return make_uint2(wg_lds32(a), 0u);
+    else return make_uint2(0u, 0u);
 }
 /* bytes from global to shared memory, completing on mbarrier b; evict-first for the weights (read once
  * per M tile), as the other variants load them */
@@ -386,13 +414,14 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
          * so no zeros are needed (zeroing them cost 16 instructions and a branch per stage). Units are
          * whole half stages (E4M3: an even number of chunks, wg_choose), so that every wgmma is issued
          * unconditionally: one left out under a condition serialized them all (C7520) */
-        auto decode = [&](const uint8_t *st, int h, uint32_t(&a)[4][4]) {
+        const uint32_t w_at = wg_smem(smem_wg) + warp * cf::chunks * 512 + lane * 16;
+        const uint32_t s_at = wg_smem(smem_wg) + cf::w_bytes + warp * cf::chunks * cf::scale_tile + g * enc_traits<ENC>::scale_lane;
+        auto decode = [&](uint32_t so, int h, uint32_t(&a)[4][4]) {
 #pragma unroll
             for (int q = 0; q < cf::half; q++) {
                 const int ch = h * cf::half + q;
-                const uint4 d = *reinterpret_cast<const uint4 *>(st + warp * cf::chunks * 512 + ch * 512 + lane * 16);
-                const uint2 sc = load_scales<ENC>(st + cf::w_bytes + (warp * cf::chunks + ch) * cf::scale_tile +
-                                                  g * enc_traits<ENC>::scale_lane);
+                const uint4 d = wg_lds128(w_at + so + ch * 512);
+                const uint2 sc = wg_load_scales<ENC>(s_at + so + ch * cf::scale_tile);
                 const uint32_t w[4] = {d.x, d.y, d.z, d.w};
                 const tile_factors fc = factors_of<ENC>(p, sc);
 #pragma unroll
@@ -404,32 +433,37 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
         auto issue = [&](const uint32_t(&a)[4][4], uint32_t lo) {
             wg_fence();
             wg_fence_acc(acc);
+            /* the four descriptors as 64-bit sums on the first: ptxas then adds to the low word only and
+             * leaves the high one in place, where a high word rebuilt per descriptor took two UMOV each */
+            const uint64_t d0 = wg_desc_of(lo);
 #pragma unroll
-            for (int j = 0; j < 4; j++) wg_mma<ROWS>(acc, a[j], wg_desc_of(lo + j * ((2 * ROWS * 16) >> 4)));
+            for (int j = 0; j < 4; j++) wg_mma<ROWS>(acc, a[j], d0 + (uint64_t)(j * ((2 * ROWS * 16) >> 4)));
             wg_commit();
             wg_fence_acc(acc);
         };
         /* the stages i0 .. i1 - 1 of the unit; the ring's slot, its phase and the descriptor's word
          * advance by steps, not by divisions, and only a unit's last stage may lack its second half */
         const bool short_tail = (c1 - c0) % cf::chunks != 0 && (c1 - c0) % cf::chunks <= cf::half;
-        const uint32_t lo_ring = wg_desc_lo<ROWS>(wg_smem(smem_wg + cf::w_bytes + cf::s_bytes));
+        uint32_t lo_ring = wg_desc_lo<ROWS>(wg_smem(smem_wg + cf::w_bytes + cf::s_bytes));
+        asm("" : "+r"(lo_ring)); /* kept in a register, not rebuilt from the window's address at every stage */
+        const uint32_t full_at = wg_smem(full);
         auto run = [&](int i0, int i1) {
             int s = i0 % kStages, prev = (i0 + kStages - 1) % kStages;
             uint32_t phase = (i0 / kStages) & 1;
             for (int i = i0; i < i1; i++) {
-                wg_bar_wait(&full[s], phase);
-                const uint8_t *st = smem_wg + s * cf::stage;
+                wg_bar_wait_at(full_at + s * 8, phase);
+                const uint32_t so = s * cf::stage;
                 /* the stage's descriptor word broadcast from lane 0: ptxas then keeps it, and the eight
                  * descriptors built from it, in uniform registers (UIADD3 and UMOV per wgmma instead of
                  * VIADD, IMAD.MOV and two R2UR) */
                 const uint32_t lo = __shfl_sync(0xffffffffu, lo_ring + s * (cf::stage >> 4), 0);
-                decode(st, 0, a0);
+                decode(so, 0, a0);
                 issue(a0, lo);
                 wg_wait<1>(); /* the stage before is done */
                 wg_fence_acc(acc);
                 if (i > 0 && lane == 0) wg_bar_arrive(&empty[prev]);
                 if (i + 1 < nst || !short_tail) {
-                    decode(st, 1, a1);
+                    decode(so, 1, a1);
                     issue(a1, lo + ((cf::half * cf::chunk_a) >> 4));
                     wg_wait<1>();
                     wg_fence_acc(acc);
