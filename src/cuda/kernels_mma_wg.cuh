@@ -451,7 +451,7 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
             int s = i0 % kStages, prev = (i0 + kStages - 1) % kStages;
             uint32_t phase = (i0 / kStages) & 1;
             for (int i = i0; i < i1; i++) {
-                wg_bar_wait_at(full_at + s * 8, phase);
+                wg_bar_wait_at(full_at + s * (uint32_t)sizeof(uint64_t), phase); /* &full[s] */
                 const uint32_t so = s * cf::stage;
                 /* the stage's descriptor word broadcast from lane 0: ptxas then keeps it, and the eight
                  * descriptors built from it, in uniform registers (UIADD3 and UMOV per wgmma instead of
