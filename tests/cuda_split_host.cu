@@ -16,7 +16,7 @@ extern "C" int qmm_test_tiles_per_step(int enc)
 
 extern "C" int qmm_test_split_for(int strips, int chunks, int tiles_per_step, int sm_count, int enc)
 {
-    return split_for(strips, chunks, tiles_per_step, sm_count, is_fp8(enc) ? 4 : kE2m1CtaTiles);
+    return split_for(strips, chunks, tiles_per_step, sm_count, is_fp8(enc) ? kFp8CtaTiles : kE2m1CtaTiles);
 }
 
 extern "C" int qmm_test_split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)

@@ -32,6 +32,12 @@ static int strip_groups(int strips) { return (strips + kWarps - 1) / kWarps; }
  * at M = 6..8 for NVFP4 and MXFP4 on the H200, and (18432, 6144), moved from 4 to 3, 0-2% (BENCHMARKS.md,
  * twenty-first session, row 85). */
 constexpr int kE2m1CtaTiles = 11;
+/* E4M3's start cost in tiles: 8, the least that picks split 4 on (14336, 4096), the fastest there of
+ * 2, 4, 6, 8, 12 and 16 forced and the 7 that a cost of 4 picks (FP8 per tensor at M = 1, 2, 4, 8:
+ * 19.2, 20.6, 21.0, 21.8 against 21.9, 24.3, 24.5, 25.5 us; H200, BENCHMARKS.md twenty-sixth and
+ * twenty-seventh sessions); the other default shapes keep their splits (16, 11, 4, 8); (18432, 6144),
+ * not measured, goes from 6 to 4. */
+constexpr int kFp8CtaTiles = 8;
 static int split_for(int strips, int chunks, int tiles_per_step, int sm_count, int cta_tiles = 4)
 {
     const long long groups = strip_groups(strips);
@@ -647,7 +653,7 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
                       tall_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count, tall_knob == 2);
     if (!pair && !tall) {
         int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks)
-                     : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count, is_fp8(ENC) ? 4 : kE2m1CtaTiles)
+                     : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count, is_fp8(ENC) ? kFp8CtaTiles : kE2m1CtaTiles)
                                               : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
         const size_t mstride = p.m < cfg::rows ? (size_t)p.m : (size_t)cfg::rows;
         /* a workspace too small for the partials: fewer splits (only then, and where a small workspace
