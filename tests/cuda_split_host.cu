@@ -19,6 +19,11 @@ extern "C" int qmm_test_split_for(int strips, int chunks, int tiles_per_step, in
     return split_for(strips, chunks, tiles_per_step, sm_count, is_fp8(enc) ? kFp8CtaTiles : kE2m1CtaTiles);
 }
 
+extern "C" int qmm_test_gemv_early_split(int strips, int chunks, int tiles_per_step, int sm_count, int enc)
+{
+    return gemv_early_fit(strips, chunks, tiles_per_step, sm_count, is_fp8(enc) ? kFp8CtaTiles : kE2m1CtaTiles, false);
+}
+
 extern "C" int qmm_test_split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
 {
     return split_for_fused(strips, chunks, tiles_per_step, sm_count);

@@ -37,6 +37,13 @@ static void check_splits(int strips, int chunks, int tps, int sm, int enc)
     const int sg = qmm_test_split_for(strips, chunks, tps, sm, enc);
     CHECK(sg >= 1 && sg <= 16, "split_for(%d, %d, %d, %d) = %d", strips, chunks, tps, sm, sg);
     if (sg >= 1) CHECK(ceil_div(chunks, ceil_div(chunks, sg)) == sg, "GEMV split %d of %d chunks leaves a unit empty", sg, chunks);
+    /* the three-CTA GEMV: one wave of at least 7/8 of its slots, no empty unit */
+    const int se = qmm_test_gemv_early_split(strips, chunks, tps, sm, enc);
+    if (se > 0) {
+        CHECK(ceil_div(chunks, ceil_div(chunks, se)) == se, "three-CTA GEMV split %d of %d chunks leaves a unit empty", se, chunks);
+        CHECK(8LL * groups * se >= 21LL * sm && (long long)groups * se <= 3LL * sm, "three-CTA GEMV: %d x %d CTAs on %d SMs", groups,
+              se, sm);
+    }
 }
 
 /* Tall pairs on one shape and workspace at every M up to 128 (and past it where the workspace holds the
@@ -208,6 +215,16 @@ int main(void)
     check_default(6144, 18432, 0, 5, 0, 0);
     check_default(28672, 8192, 2, 1, 0, 0); /* 4 before WHOLE's two parts (whole_part) */
     check_default(8192, 28672, 8, 4, 1, 1);
+    /* the GEMV's three-CTA WHOLE on the default shapes, both encodings (N, K, its split or 0): where it was
+     * measured faster on the H200 (twenty-seventh session), and not on (14336, 4096), 3-6% slower */
+    static const int early[][3] = {{4096, 14336, 12}, {14336, 4096, 0}, {6144, 18432, 8}, {28672, 8192, 0}, {8192, 28672, 6}};
+    for (int i = 0; i < 5; i++)
+        for (int e = 0; e < 2; e++) {
+            const int enc = e ? QMM__ENC_FP8 : QMM__ENC_NVFP4, n = early[i][0], k = early[i][1];
+            const int chunks = k / (e ? QMM__CHUNK_FP8 : QMM__CHUNK_FP4);
+            const int s = qmm_test_gemv_early_split(n / QMM__STRIP, chunks, qmm_test_tiles_per_step(enc), 132, enc);
+            CHECK(s == early[i][2], "(%d, %d) enc %d: three-CTA GEMV split %d, want %d", n, k, enc, s, early[i][2]);
+        }
     check_wg_plans();
     return harness_end("test_cuda_split");
 }

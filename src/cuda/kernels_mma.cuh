@@ -455,6 +455,11 @@ __device__ __forceinline__ void pdl_overlap()
 /* mma_kernel_whole's CTAs per SM by its launch bounds (its registers) for NB 8-row groups: the launch
  * layer's slot arithmetic (whole_part, whole_spread) reads the same number */
 __host__ __device__ constexpr int whole_min_ctas(int nb) { return nb == 1 ? 4 : 3; }
+/* The GEMV's other WHOLE (QMM_CUDA_GEMV3, gemv_early_split in kernels_mma_launch.cuh): three CTAs per SM, 80
+ * registers, each ring slot reloaded before its tile is decoded. At 64 registers ptxas issues the four
+ * loads of a turn after its last tile's decode (Nsight, twenty-sixth session); at 80, loading first puts
+ * them near the turn's start (local SASS: instructions 59-75 of 357, no spills). */
+constexpr int kGemvEarlyCtas = 3;
 
 /* WHOLE: the CTA's whole K range of activations staged once, then every warp streams its tiles with no
  * further barrier (NB = 1 and 2, when it fits in shared memory). The ring's steady state runs with no
@@ -463,9 +468,10 @@ __host__ __device__ constexpr int whole_min_ctas(int nb) { return nb == 1 ? 4 : 
  * time in two parts, the second once every warp is past the first part's tiles (two barriers at that
  * turn), so fewer bytes of shared memory hold more CTAs per SM; the tiles, their order and the sums are
  * the same. */
-template <int ENC, bool FP16A, int NB>
-__global__ void __launch_bounds__(kThreads, whole_min_ctas(NB)) mma_kernel_whole(mma_params p)
+template <int ENC, bool FP16A, int NB, int MINB = whole_min_ctas(NB)>
+__global__ void __launch_bounds__(kThreads, MINB) mma_kernel_whole(mma_params p)
 {
+    constexpr bool early = NB == 1 && MINB == kGemvEarlyCtas; /* reload each slot before its tile */
     using cfg = stage_config<ENC, FP16A, NB>;
     using tr = enc_traits<ENC>;
     constexpr int CHAINS = NB == 1 ? 2 : 1;
@@ -533,9 +539,17 @@ __global__ void __launch_bounds__(kThreads, whole_min_ctas(NB)) mma_kernel_whole
     auto turn = [&]() {
 #pragma unroll
         for (int q = 0; q < D; q++) {
-            tile(q, ring[q], sring[q]); /* then the slot's next load: its registers are free, no copies */
-            ring[q] = __ldcs(dq + (D + q) * 32);
-            sring[q] = load_scales<ENC>(sq + (D + q) * ST);
+            if constexpr (early) {
+                const uint4 cur = ring[q];
+                const uint2 scur = sring[q];
+                ring[q] = __ldcs(dq + (D + q) * 32);
+                sring[q] = load_scales<ENC>(sq + (D + q) * ST);
+                tile(q, cur, scur);
+            } else {
+                tile(q, ring[q], sring[q]); /* then the slot's next load: its registers are free, no copies */
+                ring[q] = __ldcs(dq + (D + q) * 32);
+                sring[q] = load_scales<ENC>(sq + (D + q) * ST);
+            }
         }
         advance();
     };

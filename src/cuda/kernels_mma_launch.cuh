@@ -38,7 +38,7 @@ constexpr int kE2m1CtaTiles = 11;
  * twenty-seventh sessions); the other default shapes keep their splits (16, 11, 4, 8); (18432, 6144),
  * not measured, goes from 6 to 4. */
 constexpr int kFp8CtaTiles = 8;
-static int split_for(int strips, int chunks, int tiles_per_step, int sm_count, int cta_tiles = 4)
+static int split_for(int strips, int chunks, int tiles_per_step, int sm_count, int cta_tiles = 4, int per_sm_min = 4)
 {
     const long long groups = strip_groups(strips);
     const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
@@ -48,7 +48,7 @@ static int split_for(int strips, int chunks, int tiles_per_step, int sm_count, i
         const int cps = (chunks + sp - 1) / sp;
         if ((chunks + cps - 1) / cps != sp) continue; /* no empty splits */
         const long long per_sm = (groups * sp + sm_count - 1) / sm_count;
-        const long long cost = (per_sm > 4 ? per_sm : 4) * (cps + cta_tiles);
+        const long long cost = (per_sm > per_sm_min ? per_sm : per_sm_min) * (cps + cta_tiles);
         if (best_cost < 0 || cost < best_cost) best_cost = cost, best = sp;
     }
     return best;
@@ -327,6 +327,11 @@ constexpr bool has_wg()
     return (NB == 4 || NB == 8) && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8);
 }
 
+/* Whether variant (ENC, NB) has the GEMV's three-CTA WHOLE (gemv_early_split): NB = 1, not FP8 with
+ * fp16 activations, whose instance ptxas compiles with a ring load copied between slots (sass_rings) */
+template <int ENC, int NB>
+constexpr bool has_gemv_early() { return NB == 1 && ENC != kEncFp8Half; }
+
 /* What a variant may use on one device: set up by setup_variant, once per device (launch_variant). */
 struct variant_limits {
     bool pipe_ok = false, pdl_able = false, wg_ok = false, wg128_ok = false;
@@ -361,6 +366,10 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
     if constexpr (NB <= 2)
         if (e == cudaSuccess)
             e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+    if constexpr (has_gemv_early<ENC, NB>())
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(mma_kernel_whole<ENC, FP16A, 1, kGemvEarlyCtas>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
     if constexpr (!FP16A && NB >= 2)
         if (e == cudaSuccess && pipe_config<ENC, NB>::bytes <= optin) {
             e = cudaFuncSetAttribute(mma_kernel_pipe<ENC, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, pipe_config<ENC, NB>::bytes);
@@ -541,9 +550,9 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
  * launch bounds allow, fewer where the shared memory holds fewer (where the SM's size is not known, the
  * launch bounds') */
 template <int NB>
-static long long whole_per_sm(size_t bytes, const variant_limits &lim)
+static long long whole_per_sm(size_t bytes, const variant_limits &lim, int minb = whole_min_ctas(NB))
 {
-    const long long regs = whole_min_ctas(NB);
+    const long long regs = minb;
     if (lim.smem_sm == 0) return regs;
     const long long by_smem = (long long)(lim.smem_sm / (bytes + lim.smem_reserved));
     return by_smem < regs ? by_smem : regs;
@@ -564,12 +573,13 @@ static long long whole_per_sm(size_t bytes, const variant_limits &lim)
  * knob for tests and benchmarks): 0 off, 1 by this rule (default), 2 every dependent launch padded to
  * the opt-in size (one CTA per SM). */
 template <int NB>
-static size_t whole_spread(size_t bytes, long long grid, int sm_count, const variant_limits &lim, bool pdl)
+static size_t whole_spread(size_t bytes, long long grid, int sm_count, const variant_limits &lim, bool pdl,
+                           int minb = whole_min_ctas(NB))
 {
     static const int knob = knob_int("QMM_CUDA_SPREAD", 1);
     if (knob == 0 || !pdl || lim.smem_sm == 0 || sm_count <= 0) return bytes;
     if (knob == 2) return lim.optin > bytes ? lim.optin : bytes;
-    const long long holds = whole_per_sm<NB>(bytes, lim);
+    const long long holds = whole_per_sm<NB>(bytes, lim, minb);
     const long long want = (grid + sm_count - 1) / sm_count;
     if (want < 2 || want >= holds) return bytes; /* grids of one CTA per SM or fewer: not measured */
     const size_t padded = (lim.smem_sm / (size_t)want - lim.smem_reserved) / 128 * 128;
@@ -584,15 +594,40 @@ static size_t whole_spread(size_t bytes, long long grid, int sm_count, const var
  * parts change no sum (the same tiles in the same order), so M may decide them. QMM_CUDA_WHOLEPARTS (a
  * knob for tests and benchmarks): 0 never, 1 by this rule (default), 2 wherever a unit has two parts. */
 template <int D, typename Bytes>
-static int whole_part(int cps, long long grid, int sm_count, const variant_limits &lim, Bytes whole_bytes)
+static int whole_part(int cps, long long grid, int sm_count, const variant_limits &lim, Bytes whole_bytes,
+                      int minb = whole_min_ctas(1))
 {
     static const int knob = knob_int("QMM_CUDA_WHOLEPARTS", 1);
     const int h = ((cps + 1) / 2 + D - 1) / D * D;
     if (knob == 0 || h >= cps) return 0;
     if (knob == 2) return h;
-    auto slots = [&](size_t bytes) { return whole_per_sm<1>(bytes, lim) * sm_count; };
+    auto slots = [&](size_t bytes) { return whole_per_sm<1>(bytes, lim, minb) * sm_count; };
     const long long all = slots(whole_bytes(cps));
     return all < grid && slots(whole_bytes(h)) > all ? h : 0;
+}
+
+/* The GEMV's split for the three-CTA WHOLE (kGemvEarlyCtas), or 0 where it does not run (gemv_early_fit
+ * by the rule below unless always; gemv_early_split by the knob). QMM_CUDA_GEMV3
+ * (a knob for tests and benchmarks): 0 never; 1 by this rule (default); 2 wherever the GEMV runs WHOLE
+ * (test_cuda_gemv3). The rule: where split_for's model at three CTAs per SM gives a grid of one wave
+ * that fills at least 7/8 of the three-CTA slots. Measured on the H200 at M = 1..8 against the four-CTA
+ * kernel at its own split (BENCHMARKS.md, twenty-seventh session): (4096, 14336), 384 CTAs of 396
+ * slots, 9-10% faster for E2M1 and 1-4% for E4M3 (split 12 alone, with the four-CTA kernel, gives 4-6%
+ * and FP8 2-5% slower); (6144, 18432), 384, 4-5% and 3%; (8192, 28672), 384, 0-4% and 1%; but (14336,
+ * 4096), 336 of 396, 3-6% slower, hence the fill (cause not found: the four-CTA kernel's 448 of 528
+ * fill the same share); (28672, 8192), 224 strip groups, and (18432, 6144) do not reach two CTAs per
+ * SM in one wave at any split and keep the four-CTA kernel. A function of the shape, the SM count and
+ * the knob, never of M (batch invariance). */
+static int gemv_early_fit(int strips, int chunks, int tiles_per_step, int sm_count, int cta_tiles, bool always)
+{
+    const int sp = split_for(strips, chunks, tiles_per_step, sm_count, cta_tiles, kGemvEarlyCtas);
+    const long long grid = (long long)strip_groups(strips) * sp, slots = (long long)kGemvEarlyCtas * sm_count;
+    return always || (8 * grid >= 7 * slots && grid <= slots) ? sp : 0;
+}
+static int gemv_early_split(int strips, int chunks, int tiles_per_step, int sm_count, int cta_tiles)
+{
+    static const int knob = knob_int("QMM_CUDA_GEMV3", 1);
+    return knob == 1 || knob == 2 ? gemv_early_fit(strips, chunks, tiles_per_step, sm_count, cta_tiles, knob == 2) : 0;
 }
 
 /* Launch one variant: its setup once per device, then the grid of (strip group, split, M tile) with the
@@ -651,9 +686,13 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
     const bool tall = !pair && NB >= 2 && forced_splits <= 0 && tall_knob != 0 &&
                       tall_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count, tall_knob == 2);
+    const int cta_tiles = is_fp8(ENC) ? kFp8CtaTiles : kE2m1CtaTiles;
+    const int early_split = has_gemv_early<ENC, NB>() && forced_splits <= 0
+                                ? gemv_early_split(p.strips, p.chunks, cfg::tiles_per_step, sm_count, cta_tiles) : 0;
     if (!pair && !tall) {
         int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks)
-                     : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count, is_fp8(ENC) ? kFp8CtaTiles : kE2m1CtaTiles)
+                     : early_split > 0 ? early_split
+                     : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count, cta_tiles)
                                               : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
         const size_t mstride = p.m < cfg::rows ? (size_t)p.m : (size_t)cfg::rows;
         /* a workspace too small for the partials: fewer splits (only then, and where a small workspace
@@ -687,7 +726,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     };
     size_t whole = whole_bytes(p.cps);
     if constexpr (NB == 1) {
-        p.whole_part = whole_part<cfg::depth>(p.cps, grid, sm_count, lim, whole_bytes);
+        p.whole_part = whole_part<cfg::depth>(p.cps, grid, sm_count, lim, whole_bytes,
+                                              early_split > 0 ? kGemvEarlyCtas : whole_min_ctas(1));
         if (p.whole_part > 0) whole = whole_bytes(p.whole_part);
     }
     /* WHOLE where it fits (the GEMV, NB = 1; 16-row tiles only where PIPE cannot run them), then PIPE
@@ -709,8 +749,15 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     const bool whole_off = NB == 2 && whole16_knob == 0 && pipe_can;
     if constexpr (NB <= 2)
         if (whole <= whole_max && !whole_off) {
-            const size_t smem = whole_spread<NB>(whole, grid, sm_count, lim, pdl);
-            launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB>, grid, kThreads, smem, s, pdl, p);
+            const bool early = early_split > 0 && p.splits == early_split;
+            const size_t smem = whole_spread<NB>(whole, grid, sm_count, lim, pdl, early ? kGemvEarlyCtas : whole_min_ctas(NB));
+            if constexpr (has_gemv_early<ENC, NB>())
+                if (early) {
+                    launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB, kGemvEarlyCtas>, grid, kThreads, smem, s, pdl, p);
+                    launched = true;
+                }
+            if (!launched)
+                launch_err = launch_kernel(mma_kernel_whole<ENC, FP16A, NB>, grid, kThreads, smem, s, pdl, p);
             launched = true;
         }
     if constexpr (!FP16A && NB >= 2)
