@@ -606,18 +606,18 @@ static int whole_part(int cps, long long grid, int sm_count, const variant_limit
     return all < grid && slots(whole_bytes(h)) > all ? h : 0;
 }
 
-/* The GEMV's split for the three-CTA WHOLE (kGemvEarlyCtas), or 0 where it does not run (gemv_early_fit
- * by the rule below unless always; gemv_early_split by the knob). QMM_CUDA_GEMV3
- * (a knob for tests and benchmarks): 0 never; 1 by this rule (default); 2 wherever the GEMV runs WHOLE
- * (test_cuda_gemv3). The rule: where split_for's model at three CTAs per SM gives a grid of one wave
- * that fills at least 7/8 of the three-CTA slots. Measured on the H200 at M = 1..8 against the four-CTA
- * kernel at its own split (BENCHMARKS.md, twenty-seventh session): (4096, 14336), 384 CTAs of 396
- * slots, 9-10% faster for E2M1 and 1-4% for E4M3 (split 12 alone, with the four-CTA kernel, gives 4-6%
- * and FP8 2-5% slower); (6144, 18432), 384, 4-5% and 3%; (8192, 28672), 384, 0-4% and 1%; but (14336,
- * 4096), 336 of 396, 3-6% slower, hence the fill (cause not found: the four-CTA kernel's 448 of 528
- * fill the same share); (28672, 8192), 224 strip groups, and (18432, 6144) do not reach two CTAs per
- * SM in one wave at any split and keep the four-CTA kernel. A function of the shape, the SM count and
- * the knob, never of M (batch invariance). */
+/* The GEMV's split for the three-CTA WHOLE (kGemvEarlyCtas), or 0 where it does not run
+ * (gemv_early_fit: by the rule below, or wherever the GEMV runs WHOLE if always; gemv_early_split: by
+ * QMM_CUDA_GEMV3, a knob for tests and benchmarks: 0 never, 1 the rule (default), 2 always, as in
+ * test_cuda_gemv3). The rule: split_for's model at three CTAs per SM gives a grid of one wave that fills
+ * at least 7/8 of the three-CTA slots. Measured on the H200 at M = 1..8 against the four-CTA kernel at
+ * its own split (BENCHMARKS.md, twenty-seventh session, rows 110-111): (4096, 14336), 384 CTAs of 396
+ * slots, 7-11% faster for E2M1 and 1-4% for E4M3 (split 12 alone, on the four-CTA kernel: 3-6% faster,
+ * FP8 2-5% slower); (6144, 18432), 384, 3-5% and 2-3%; (8192, 28672), 384, a median 2% and 1%; but
+ * (14336, 4096), 336 of 396, 1-6% slower, hence the fill (cause not found: the four-CTA kernel's 448 of
+ * 528 fill the same share). (28672, 8192), 224 strip groups, and (18432, 6144) reach no such grid at any
+ * split and keep the four-CTA kernel. A function of the shape, the SM count and the knob, never of M
+ * (batch invariance). */
 static int gemv_early_fit(int strips, int chunks, int tiles_per_step, int sm_count, int cta_tiles, bool always)
 {
     const int sp = split_for(strips, chunks, tiles_per_step, sm_count, cta_tiles, kGemvEarlyCtas);
