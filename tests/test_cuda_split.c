@@ -216,7 +216,7 @@ int main(void)
     check_default(28672, 8192, 2, 1, 0, 0); /* 4 before WHOLE's two parts (whole_part) */
     check_default(8192, 28672, 8, 4, 1, 1);
     /* the GEMV's three-CTA WHOLE on the default shapes, both encodings (N, K, its split or 0): where it was
-     * measured faster on the H200 (twenty-seventh session), and not on (14336, 4096), 3-6% slower */
+     * measured faster on the H200 (twenty-seventh session), and not on (14336, 4096), 1-6% slower */
     static const int early[][3] = {{4096, 14336, 12}, {14336, 4096, 0}, {6144, 18432, 8}, {28672, 8192, 0}, {8192, 28672, 6}};
     for (int i = 0; i < 5; i++)
         for (int e = 0; e < 2; e++) {

@@ -720,14 +720,15 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         }
     }
     const long long grid = (long long)strip_groups(p.strips) * p.splits * p.mtiles;
+    /* the three-CTA GEMV runs at its split only (not where a small workspace cut the splits) */
+    const bool early = early_split > 0 && p.splits == early_split;
     const int srows = whole_rows(cfg::rows, p.m < cfg::rows ? p.m : cfg::rows);
     auto whole_bytes = [&](int chunks) {
         return (size_t)cfg::planes * srows * (size_t)whole_stride(chunks * enc_traits<ENC>::tile_k) * 4;
     };
     size_t whole = whole_bytes(p.cps);
     if constexpr (NB == 1) {
-        p.whole_part = whole_part<cfg::depth>(p.cps, grid, sm_count, lim, whole_bytes,
-                                              early_split > 0 ? kGemvEarlyCtas : whole_min_ctas(1));
+        p.whole_part = whole_part<cfg::depth>(p.cps, grid, sm_count, lim, whole_bytes, early ? kGemvEarlyCtas : whole_min_ctas(1));
         if (p.whole_part > 0) whole = whole_bytes(p.whole_part);
     }
     /* WHOLE where it fits (the GEMV, NB = 1; 16-row tiles only where PIPE cannot run them), then PIPE
@@ -749,7 +750,6 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     const bool whole_off = NB == 2 && whole16_knob == 0 && pipe_can;
     if constexpr (NB <= 2)
         if (whole <= whole_max && !whole_off) {
-            const bool early = early_split > 0 && p.splits == early_split;
             const size_t smem = whole_spread<NB>(whole, grid, sm_count, lim, pdl, early ? kGemvEarlyCtas : whole_min_ctas(NB));
             if constexpr (has_gemv_early<ENC, NB>())
                 if (early) {
