@@ -1,6 +1,7 @@
-/* Host-side entry points to the split of K of the GEMV and fused paths (split_for, split_for_fused,
- * tall_split in src/cuda/kernels_mma_launch.cuh), for test_cuda_split.c: the same functions the
- * launches call, with C linkage. Runs no kernel and needs no GPU. */
+/* Host-side entry points to the split of K of the GEMV and fused paths (split_for, gemv_early_fit,
+ * split_for_fused, tall_split in src/cuda/kernels_mma_split.cuh; wg_choose in kernels_mma_launch.cuh),
+ * for test_cuda_split.c: the same functions the launches call, with C linkage. Runs no kernel and needs
+ * no GPU. */
 #include "../src/cuda/kernels_mma_launch.cuh"
 
 #include "cuda_split_host.h"
@@ -16,12 +17,12 @@ extern "C" int qmm_test_tiles_per_step(int enc)
 
 extern "C" int qmm_test_split_for(int strips, int chunks, int tiles_per_step, int sm_count, int enc)
 {
-    return split_for(strips, chunks, tiles_per_step, sm_count, is_fp8(enc) ? kFp8CtaTiles : kE2m1CtaTiles);
+    return split_for(strips, chunks, tiles_per_step, sm_count, gemv_cta_tiles(enc));
 }
 
 extern "C" int qmm_test_gemv_early_split(int strips, int chunks, int tiles_per_step, int sm_count, int enc)
 {
-    return gemv_early_fit(strips, chunks, tiles_per_step, sm_count, is_fp8(enc) ? kFp8CtaTiles : kE2m1CtaTiles, false);
+    return gemv_early_fit(strips, chunks, tiles_per_step, sm_count, gemv_cta_tiles(enc), false);
 }
 
 extern "C" int qmm_test_split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)

@@ -1,5 +1,5 @@
-/* The CUDA backend's split of K (src/cuda/kernels_mma_launch.cuh), checked on the host through
- * tests/cuda_split_host.cu: on random shapes, SM counts and workspaces, the GEMV's and the fused path's
+/* The CUDA backend's split of K (src/cuda/kernels_mma_split.cuh, and wg_choose in kernels_mma_launch.cuh),
+ * checked on the host through tests/cuda_split_host.cu: on random shapes, SM counts and workspaces, the GEMV's and the fused path's
  * splits leave no unit empty and the fused split fits one wave; tall pairs' units of summation (the fine
  * splits) are the same for every M and tile height, decided by the shape and the workspace alone, so the
  * fused path stays batch invariant; coarse units only where the kernels can form the pair (tiles of 32

@@ -59,8 +59,8 @@ struct pcfg {
 __device__ __forceinline__ void bulk_g2s(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
 {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                     wg_smem(dst)),
-                 "l"(src), "r"(bytes), "r"(wg_smem(bar))
+                     smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_addr(bar))
                  : "memory");
 }
 __device__ __forceinline__ uint64_t desc_of(uint32_t addr, uint32_t lbo, uint32_t sbo)
@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
             const int s = i % S;
             wg_bar_wait(&full[s], (i / S) & 1);
             const uint8_t *st = sm + s * cf::stage;
-            const uint32_t bsm = wg_smem(st + cf::w_bytes + cf::s_bytes);
+            const uint32_t bsm = smem_addr(st + cf::w_bytes + cf::s_bytes);
             uint4 d;
             uint2 scv;
 #pragma unroll
@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
             const int s = i % S;
             wg_bar_wait(&full[s], (i / S) & 1);
             const uint8_t *st = sm + s * cf::stage;
-            const uint32_t bsm = wg_smem(st + cf::w_bytes + cf::s_bytes);
+            const uint32_t bsm = smem_addr(st + cf::w_bytes + cf::s_bytes);
             {
                 const uint4 d = *reinterpret_cast<const uint4 *>(st + warp * CH * 512 + lane * 16);
                 const uint2 scv = *reinterpret_cast<const uint2 *>(st + cf::w_bytes + warp * CH * 64 + g * 8);

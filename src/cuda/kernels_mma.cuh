@@ -38,8 +38,8 @@
  * whole_stride, compute_tile); the end of a unit (partial_slot, pair mode's
  * pair_stash / pair_join, finish_unit with the split-K reduction); unit_of and ring_start; the kernels
  * STEP (mma_kernel), WHOLE (mma_kernel_whole, with pdl_overlap) and PIPE (mma_kernel_pipe, with its
- * cp.async helpers); the entry points' declarations. The host side (the split rules, the setup and
- * launch of a variant) is kernels_mma_launch.cuh. */
+ * cp.async helpers); the entry points' declarations. The host side: the split rules in
+ * kernels_mma_split.cuh, the setup and launch of a variant in kernels_mma_launch.cuh. */
 #ifndef QMM_CUDA_KERNELS_MMA_CUH
 #define QMM_CUDA_KERNELS_MMA_CUH
 
@@ -621,6 +621,7 @@ struct pipe_config {
     static constexpr int per_thread = pieces / kThreads;
 };
 
+/* The 32-bit shared-window address of a pointer into shared memory (for PTX operands). */
 __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 /* 16 bytes from global to shared, the last 16 - src_bytes of them zero. */

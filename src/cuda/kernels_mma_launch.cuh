@@ -1,5 +1,5 @@
-/* The host side of the tensor-core kernels (kernels_mma.cuh): the split of K per path (split_for,
- * split_for_fused) and its pairs (pair_units, for pair mode's pair_split and tall_split); launch_kernel;
+/* The host side of the tensor-core kernels (kernels_mma.cuh), with the split of K per path in
+ * kernels_mma_split.cuh: knob_int; launch_kernel;
  * a variant's setup once per device (setup_variant) and its launch (launch_variant, which picks WG,
  * WHOLE, PIPE or STEP; launch_wg; WHOLE's parts, whole_part); the tile height (launch_nb);
  * launch_encoding, the body of each encoding's entry point. Included by kernels_mma_<enc>.cu. */
@@ -11,144 +11,10 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "kernels_mma_split.cuh"
 #include "kernels_mma_wg.cuh"
 
 namespace qmm_mma {
-
-/* Strip groups: the CTAs of one M tile and one split, kWarps strips of 16 weight rows each. */
-static int strip_groups(int strips) { return (strips + kWarps - 1) / kWarps; }
-
-/* The split of K on the GEMV path (NB = 1): a function of the weight's shape and the SM count only,
- * never of M or of the kernel variant, so every row's sums are grouped the same way whatever the batch
- * (batch invariance). Cost model, fitted to the GEMV on the H200 (NVFP4, M = 1 and 8, splits 1 to
- * 8 forced on four default shapes): the busiest SM runs ceil(CTAs / SMs) CTAs one after another, four
- * at a time, and fewer than four resident CTAs leave it as slow as four would (too few warps to cover
- * the latency), so the time goes as max(ceil(CTAs / SMs), 4) * (tiles per split + 4), the 4 standing
- * for a CTA's start and split-K reduction. Ties go to fewer splits; at least two steps per split. It
- * picks the measured fastest split for (28672, 8192), (8192, 28672) and (14336, 4096) and 16 for
- * (4096, 14336), 5% slower there than 8 at M = 1 and 11% at M = 8. cta_tiles: that start's cost in
- * tiles, 4 as fitted; E2M1 takes kE2m1CtaTiles, the least that picks split 2 on (28672, 8192): with
- * WHOLE's staging in two parts (whole_part) that split is 4-6% faster than split 4 at M = 1..4 and 3-4%
- * at M = 6..8 for NVFP4 and MXFP4 on the H200, and (18432, 6144), moved from 4 to 3, 0-2% (BENCHMARKS.md,
- * twenty-first session, row 85). */
-constexpr int kE2m1CtaTiles = 11;
-/* E4M3's start cost in tiles: 8, the least that picks split 4 on (14336, 4096), the fastest there of
- * 2, 4, 6, 8, 12 and 16 forced and the 7 that a cost of 4 picks (FP8 per tensor at M = 1, 2, 4, 8:
- * 19.2, 20.6, 21.0, 21.8 against 21.9, 24.3, 24.5, 25.5 us; H200, BENCHMARKS.md twenty-sixth and
- * twenty-seventh sessions); the other default shapes keep their splits (16, 11, 4, 8); (18432, 6144),
- * not measured, goes from 6 to 4. */
-constexpr int kFp8CtaTiles = 8;
-static int split_for(int strips, int chunks, int tiles_per_step, int sm_count, int cta_tiles = 4, int per_sm_min = 4)
-{
-    const long long groups = strip_groups(strips);
-    const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
-    int best = 1;
-    long long best_cost = -1;
-    for (int sp = 1; sp <= max_splits && sp <= 16; sp++) {
-        const int cps = (chunks + sp - 1) / sp;
-        if ((chunks + cps - 1) / cps != sp) continue; /* no empty splits */
-        const long long per_sm = (groups * sp + sm_count - 1) / sm_count;
-        const long long cost = (per_sm > per_sm_min ? per_sm : per_sm_min) * (cps + cta_tiles);
-        if (best_cost < 0 || cost < best_cost) best_cost = cost, best = sp;
-    }
-    return best;
-}
-
-/* The split of K on the fused path (NB >= 2): the most splits whose CTAs still fit in one wave of two
- * per SM (the PIPE variant's occupancy), at least one. Measured on the H200 (NVFP4, forced splits,
- * 2026-11-30): on (28672, 8192) one split against the GEMV model's four gives M = 64 131 against 189 us
- * and M = 128 251 against 314 (M = 16 83 against 71); on (4096, 14336) eight against sixteen gives
- * M = 16 24 against 32 us and M = 64 66 against 95. Not for want of a second wave: cutting a strip
- * group's K range costs ~40% at M = 64 within one wave too (stream-K's 232 spans on (28672, 8192): 191
- * against 138 us, 2026-12-01, BENCHMARKS.md row 48). About half of that was instruction fetch, the
- * reduction's unrolled epilogues (row 50, fixed); split 2 on that shape is still slower than split 1
- * (M = 64 149.7 against 123.5 us), for a reason not yet known. A function of the shape and the SM
- * count only, like split_for, so the fused path is batch invariant across its tile
- * heights. */
-static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
-{
-    const int groups = strip_groups(strips);
-    const int max_splits = chunks / (2 * tiles_per_step) > 1 ? chunks / (2 * tiles_per_step) : 1;
-    int best = 1;
-    for (int sp = 2; sp <= max_splits && sp <= 16; sp++) {
-        const int cps = (chunks + sp - 1) / sp;
-        if ((chunks + cps - 1) / cps != sp) continue; /* no empty splits */
-        if ((long long)groups * sp <= 2LL * sm_count) best = sp;
-    }
-    return best;
-}
-
-/* Units of summation in pairs (pair mode and tall pairs, below): the fine splits of cps_f chunks are the
- * units of summation whatever the tile height, and the reduction adds their partials two by two,
- * (p0 + p1) + (p2 + p3) + ...; a call that runs coarse units covers two fine splits per unit, restarts
- * its sum at the half (the first half's sum waits in the unit's own partial slot, pair_stash) and adds
- * the pair itself at the end (pair_join), so the reduction over its partials performs the same additions
- * in the same order, and every row's bits are those of the fine units. Coarse units need tiles of 32 or
- * 64 rows (WHOLE has no restart). Returns false (and leaves p as it is) where there are fewer than two
- * fine splits, or where the workspace cannot hold the partials of max(M, 128) rows at both unit sizes,
- * in 64-row tiles (fine units: only one tile of 16 rows where fine16, pair mode's case): a decision of
- * the shape and the workspace alone for every M up to 128, so that a small workspace cannot give one M
- * pairs and another the plain split (past 128 rows, as for the plain split, a workspace too small changes
- * the grouping). */
-static bool pair_units(mma_params &p, int cps_f, bool coarse, bool fine16, size_t partial_floats, size_t counter_count)
-{
-    if (cps_f < 1) return false;
-    const int s_f = (p.chunks + cps_f - 1) / cps_f, cps_c = 2 * cps_f;
-    if (s_f < 2) return false;
-    const size_t s_c = (size_t)(p.chunks + cps_c - 1) / cps_c, rows = p.m > 128 ? p.m : 128;
-    const size_t tiles64 = (rows + 63) / 64;
-    const size_t need_f = (fine16 ? 16 : tiles64 * 64) * p.strips * s_f * 16;
-    const size_t need_c = tiles64 * p.strips * s_c * 64 * 16;
-    if ((need_f > need_c ? need_f : need_c) > partial_floats || tiles64 * p.strips > counter_count) return false;
-    p.cps = coarse ? cps_c : cps_f;
-    p.splits = (p.chunks + p.cps - 1) / p.cps;
-    p.pairs = coarse ? 0 : 1;
-    p.half = coarse ? cps_f : 0;
-    return true;
-}
-
-/* Pair mode of the fused path (off unless QMM_CUDA_PAIRS=1, see launch_variant): 16-row tiles want a finer split
- * than the taller ones (measured on the H200, 2026-11-30, FP8: the split for one wave of four CTAs per
- * SM took M = 16 on (8192, 28672) from 129 to 86 us and on (6144, 18432) from 72 to 57, while the same
- * split made M = 32 and 64 3-32% slower), but the split may not depend on M (batch invariance). So each
- * unit of the usual split (split_for_fused, taller tiles) is cut in two halves, the fine splits
- * (pair_units): 16-row tiles run one fine split per unit (twice the CTAs, four per SM), taller tiles the
- * usual units as coarse ones. A first version that took a fine split of its own (rounded to 8 tiles)
- * unbalanced the taller tiles' units: (6144, 18432) M = 32 and 64 8-10% slower (2026-11-30). */
-template <int NB>
-static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t partial_floats, size_t counter_count)
-{
-    const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count);
-    const int cps_c = ((p.chunks + sc - 1) / sc + 1) / 2 * 2; /* even: two halves */
-    return pair_units(p, cps_c / 2, NB != 2, true, partial_floats, counter_count);
-}
-
-/* Tall pairs (QMM_CUDA_TALL, see launch_variant): the usual split (split_for_fused) fills one wave of
- * two CTAs per SM with one 64-row M tile, and two or more M tiles (M > 64) make it two waves or more.
- * Half the split was 11-30% faster at M = 128 on the H200 where it brought back one wave (NVFP4, forced
- * splits, BENCHMARKS.md thirteenth session: (14336, 4096) 95.7 -> 66.5 us, (4096, 14336) 97.1 -> 78.5,
- * (8192, 28672) 244.2 -> 218.0), and slower where it did not ((6144, 18432): split 5 -> 3, 149.8 ->
- * 161.0). The split may not depend on M, so the usual split's units are the fine splits of pair_units
- * for every M, and a call with several M tiles runs coarse units of two where their waves take no longer
- * than the fine ones' (which M may decide: both give the same bits). force: coarse units wherever there are
- * several M tiles (QMM_CUDA_TALL=2, for the tests, whose small weights fill one wave either way). */
-template <int NB>
-static bool tall_split(mma_params &p, int tiles_per_step, int sm_count, size_t partial_floats, size_t counter_count,
-                       bool force)
-{
-    /* split_for_fused leaves no split empty, so its sc splits of cps_f chunks are the fine units */
-    const int sc = split_for_fused(p.strips, p.chunks, tiles_per_step, sm_count), cps_f = (p.chunks + sc - 1) / sc;
-    const int s_c = (p.chunks + 2 * cps_f - 1) / (2 * cps_f);
-    const long long ctas = (long long)strip_groups(p.strips) * p.mtiles, slots = 2LL * sm_count;
-    /* a coarse unit takes twice as long as a fine one: coarse where their waves take no longer, and fewer
-     * units (less filling of the pipeline, fewer partials) win the tie. Coarse wherever they needed
-     * fewer waves took (6144, 18432) at M = 256 (4 waves of fine units, 3 of coarse ones): 9% slower on
-     * the H200 (BENCHMARKS.md, fourteenth session) */
-    const long long waves_f = (ctas * sc + slots - 1) / slots, waves_c = (ctas * s_c + slots - 1) / slots;
-    /* coarse units restart their sum at the half: PIPE and STEP at 32 or 64 rows (not WHOLE) */
-    const bool coarse = NB >= 4 && p.mtiles > 1 && (force || 2 * waves_c <= waves_f);
-    return pair_units(p, cps_f, coarse, false, partial_floats, counter_count);
-}
 
 /* The integer value of the environment variable NAME (a tuning or test knob), or fallback where unset. */
 static int knob_int(const char *name, int fallback)
@@ -606,24 +472,9 @@ static int whole_part(int cps, long long grid, int sm_count, const variant_limit
     return all < grid && slots(whole_bytes(h)) > all ? h : 0;
 }
 
-/* The GEMV's split for the three-CTA WHOLE (kGemvEarlyCtas), or 0 where it does not run
- * (gemv_early_fit: by the rule below, or wherever the GEMV runs WHOLE if always; gemv_early_split: by
- * QMM_CUDA_GEMV3, a knob for tests and benchmarks: 0 never, 1 the rule (default), 2 always, as in
- * test_cuda_gemv3). The rule: split_for's model at three CTAs per SM gives a grid of one wave that fills
- * at least 7/8 of the three-CTA slots. Measured on the H200 at M = 1..8 against the four-CTA kernel at
- * its own split (BENCHMARKS.md, twenty-seventh session, rows 110-111): (4096, 14336), 384 CTAs of 396
- * slots, 7-11% faster for E2M1 and 1-4% for E4M3 (split 12 alone, on the four-CTA kernel: 3-6% faster,
- * FP8 2-5% slower); (6144, 18432), 384, 3-5% and 2-3%; (8192, 28672), 384, a median 2% and 1%; but
- * (14336, 4096), 336 of 396, 1-6% slower, hence the fill (cause not found: the four-CTA kernel's 448 of
- * 528 fill the same share). (28672, 8192), 224 strip groups, and (18432, 6144) reach no such grid at any
- * split and keep the four-CTA kernel. A function of the shape, the SM count and the knob, never of M
- * (batch invariance). */
-static int gemv_early_fit(int strips, int chunks, int tiles_per_step, int sm_count, int cta_tiles, bool always)
-{
-    const int sp = split_for(strips, chunks, tiles_per_step, sm_count, cta_tiles, kGemvEarlyCtas);
-    const long long grid = (long long)strip_groups(strips) * sp, slots = (long long)kGemvEarlyCtas * sm_count;
-    return always || (8 * grid >= 7 * slots && grid <= slots) ? sp : 0;
-}
+/* The GEMV's split for the three-CTA WHOLE, or 0 where it does not run: gemv_early_fit's rule
+ * (kernels_mma_split.cuh) as QMM_CUDA_GEMV3 asks (a knob for tests and benchmarks): 0 never, 1 the rule
+ * (default), 2 wherever the GEMV runs WHOLE (test_cuda_gemv3). */
 static int gemv_early_split(int strips, int chunks, int tiles_per_step, int sm_count, int cta_tiles)
 {
     static const int knob = knob_int("QMM_CUDA_GEMV3", 1);
@@ -686,7 +537,7 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
     const bool tall = !pair && NB >= 2 && forced_splits <= 0 && tall_knob != 0 &&
                       tall_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count, tall_knob == 2);
-    const int cta_tiles = is_fp8(ENC) ? kFp8CtaTiles : kE2m1CtaTiles;
+    const int cta_tiles = gemv_cta_tiles(ENC);
     const int early_split = has_gemv_early<ENC, NB>() && forced_splits <= 0
                                 ? gemv_early_split(p.strips, p.chunks, cfg::tiles_per_step, sm_count, cta_tiles) : 0;
     if (!pair && !tall) {

@@ -112,19 +112,18 @@ __global__ void __launch_bounds__(256) wg_stage_a(mma_params p, uint4 *dst)
 }
 
 /* The PTX of the variant (sm_90, wgmma sm_90a): used only by code compiled for it (the kernel below
- * under QMM_WG_DEVICE, and scripts/probes/wgmma_rs.cu) */
-__device__ __forceinline__ uint32_t wg_smem(const void *ptr) { return (uint32_t)__cvta_generic_to_shared(ptr); }
+ * under QMM_WG_DEVICE, and scripts/probes/wgmma_rs.cu); shared addresses by smem_addr (kernels_mma.cuh) */
 __device__ __forceinline__ void wg_bar_init(uint64_t *b, int count)
 {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(wg_smem(b)), "r"(count));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(b)), "r"(count));
 }
 __device__ __forceinline__ void wg_bar_expect(uint64_t *b, uint32_t bytes)
 {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(wg_smem(b)), "r"(bytes) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(b)), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void wg_bar_arrive(uint64_t *b)
 {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(wg_smem(b)) : "memory");
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(b)) : "memory");
 }
 /* mbarrier waits and shared loads at 32-bit shared addresses (the consumer loop's: computed once, so
  * that ptxas does not rebuild the generic addresses of the shared window at every stage) */
@@ -134,7 +133,7 @@ __device__ __forceinline__ void wg_bar_wait_at(uint32_t b, uint32_t parity)
                  "r"(parity)
                  : "memory");
 }
-__device__ __forceinline__ void wg_bar_wait(uint64_t *b, uint32_t parity) { wg_bar_wait_at(wg_smem(b), parity); }
+__device__ __forceinline__ void wg_bar_wait(uint64_t *b, uint32_t parity) { wg_bar_wait_at(smem_addr(b), parity); }
 __device__ __forceinline__ uint4 wg_lds128(uint32_t addr)
 {
     uint4 v;
@@ -166,8 +165,8 @@ __device__ __forceinline__ uint2 wg_load_scales(uint32_t a)
 __device__ __forceinline__ void wg_copy(void *dst, const void *src, uint32_t bytes, uint64_t *b, uint64_t policy)
 {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
-                     wg_smem(dst)),
-                 "l"(src), "r"(bytes), "r"(wg_smem(b)), "l"(policy)
+                     smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_addr(b)), "l"(policy)
                  : "memory");
 }
 /* The WG producer's tensor maps (wg_maps_for): the prepared weights and their block scales as 2-D tensors of
@@ -183,8 +182,8 @@ struct wg_maps {
 __device__ __forceinline__ void wg_copy_2d(void *dst, const CUtensorMap *map, int x, int y, uint64_t *b, uint64_t policy)
 {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(wg_smem(dst)),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(wg_smem(b)), "l"(policy)
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_addr(dst)),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(b)), "l"(policy)
                  : "memory");
 }
 __device__ __forceinline__ uint64_t wg_policy(bool evict_first)
@@ -284,7 +283,7 @@ __device__ __forceinline__ void wg_reduce_cluster(const mma_params &p, const flo
     uint32_t rem[kWgClusterMax];
 #pragma unroll
     for (int k = 0; k < kWgClusterMax; k++)
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(rem[k]) : "r"(wg_smem(stg)), "r"(k < splits ? k : 0));
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(rem[k]) : "r"(smem_addr(stg)), "r"(k < splits ? k : 0));
     const int wbase = warp * E * 33;
 #pragma unroll 1
     for (int r0 = rank * kB; r0 < rounds; r0 += splits * kB) {
@@ -414,8 +413,8 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
          * so no zeros are needed (zeroing them cost 16 instructions and a branch per stage). Units are
          * whole half stages (E4M3: an even number of chunks, wg_choose), so that every wgmma is issued
          * unconditionally: one left out under a condition serialized them all (C7520) */
-        const uint32_t w_at = wg_smem(smem_wg) + warp * cf::chunks * 512 + lane * 16;
-        const uint32_t s_at = wg_smem(smem_wg) + cf::w_bytes + warp * cf::chunks * cf::scale_tile + g * enc_traits<ENC>::scale_lane;
+        const uint32_t w_at = smem_addr(smem_wg) + warp * cf::chunks * 512 + lane * 16;
+        const uint32_t s_at = smem_addr(smem_wg) + cf::w_bytes + warp * cf::chunks * cf::scale_tile + g * enc_traits<ENC>::scale_lane;
         auto decode = [&](uint32_t so, int h, uint32_t(&a)[4][4]) {
 #pragma unroll
             for (int q = 0; q < cf::half; q++) {
@@ -444,9 +443,9 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
         /* the stages i0 .. i1 - 1 of the unit; the ring's slot, its phase and the descriptor's word
          * advance by steps, not by divisions, and only a unit's last stage may lack its second half */
         const bool short_tail = (c1 - c0) % cf::chunks != 0 && (c1 - c0) % cf::chunks <= cf::half;
-        uint32_t lo_ring = wg_desc_lo<ROWS>(wg_smem(smem_wg + cf::w_bytes + cf::s_bytes));
+        uint32_t lo_ring = wg_desc_lo<ROWS>(smem_addr(smem_wg + cf::w_bytes + cf::s_bytes));
         asm("" : "+r"(lo_ring)); /* kept in a register, not rebuilt from the window's address at every stage */
-        const uint32_t full_at = wg_smem(full);
+        const uint32_t full_at = smem_addr(full);
         auto run = [&](int i0, int i1) {
             int s = i0 % kStages, prev = (i0 + kStages - 1) % kStages;
             uint32_t phase = (i0 / kStages) & 1;
