@@ -6,10 +6,18 @@ set -uo pipefail
 . "$(dirname "$0")/gpu_lib.sh"
 stamp build
 gpu_build . build.log qmm test_cuda || exit 1
+# FIRST (a ctest regex, optional): those tests run first, alone, at FIRST_TIMEOUT (90 s) each; where
+# one fails or hangs the round stops there (a hung kernel slows every other test sharing the GPU)
+if [ -n "${FIRST:-}" ]; then
+  stamp "ctest -R $FIRST"
+  ctest --test-dir build-gpu -R "$FIRST" --output-on-failure --timeout "${FIRST_TIMEOUT:-90}" > "$OUT/ctest_first.log" 2>&1
+  rc=$?; echo "ctest rc=$rc"; grep -E "Test +#|tests passed" "$OUT/ctest_first.log" | head -20
+  [ $rc = 0 ] || exit 1
+fi
 if [ "${NO_TEST:-0}" != 1 ]; then
   stamp "ctest -L cuda"
-  ctest --test-dir build-gpu -L cuda --output-on-failure --timeout "${CTEST_TIMEOUT:-300}" > "$OUT/ctest_cuda.log" 2>&1
-  echo "ctest rc=$?"; grep -E "tests passed|FAIL|CHECK" "$OUT/ctest_cuda.log" | head -20
+  ctest --test-dir build-gpu -L cuda ${FIRST:+-E "$FIRST"} --output-on-failure --timeout "${CTEST_TIMEOUT:-300}" > "$OUT/ctest_cuda.log" 2>&1
+  echo "ctest rc=$?"; grep -E "tests passed|FAIL|CHECK|Timeout" "$OUT/ctest_cuda.log" | head -20
 fi
 for spec in "$@"; do
   IFS='|' read -r name envs args <<< "$spec"
@@ -18,7 +26,7 @@ for spec in "$@"; do
   echo "rc=$?"; head -3 "$OUT/bench_$name.err"
   python3 scripts/bench_summary.py "$OUT/bench_$name.jsonl" | grep -v "^bf16" | tail -n +3 | cut -c1-120
 done
-[ -f "$OUT/ctest_cuda.log" ] && grep -E "tests passed" "$OUT/ctest_cuda.log"
+for f in ctest_first ctest_cuda; do [ -f "$OUT/$f.log" ] && grep -E "tests passed" "$OUT/$f.log"; done
 # the device tool brings back 8 files at most: more go back as one archive
 if [ "$(find "$OUT" -type f | wc -l)" -gt 8 ]; then
   gpu_bundle "$OUT" round && echo "files bundled in round.tgz"
