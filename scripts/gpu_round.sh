@@ -7,16 +7,18 @@ set -uo pipefail
 stamp build
 gpu_build . build.log qmm test_cuda || exit 1
 # FIRST (a ctest regex, optional): those tests run first, alone, at FIRST_TIMEOUT (90 s) each; where
-# one fails or hangs the round stops there (a hung kernel slows every other test sharing the GPU)
+# one fails or hangs the round stops there (a hung kernel slows every other test sharing the GPU).
+# CTEST_JOBS (24): the tests run at once (one at a time, ctest -L cuda takes about 550 s of the device
+# call's 600: the thirtieth session's first call ran out of time in it)
 if [ -n "${FIRST:-}" ]; then
   stamp "ctest -R $FIRST"
-  ctest --test-dir build-gpu -R "$FIRST" --output-on-failure --timeout "${FIRST_TIMEOUT:-90}" > "$OUT/ctest_first.log" 2>&1
+  ctest --test-dir build-gpu -R "$FIRST" -j "${CTEST_JOBS:-24}" --output-on-failure --timeout "${FIRST_TIMEOUT:-90}" > "$OUT/ctest_first.log" 2>&1
   rc=$?; echo "ctest rc=$rc"; grep -E "Test +#|tests passed" "$OUT/ctest_first.log" | head -20
   [ $rc = 0 ] || exit 1
 fi
 if [ "${NO_TEST:-0}" != 1 ]; then
   stamp "ctest -L cuda"
-  ctest --test-dir build-gpu -L cuda ${FIRST:+-E "$FIRST"} --output-on-failure --timeout "${CTEST_TIMEOUT:-300}" > "$OUT/ctest_cuda.log" 2>&1
+  ctest --test-dir build-gpu -L cuda ${FIRST:+-E "$FIRST"} -j "${CTEST_JOBS:-24}" --output-on-failure --timeout "${CTEST_TIMEOUT:-300}" > "$OUT/ctest_cuda.log" 2>&1
   echo "ctest rc=$?"; grep -E "tests passed|FAIL|CHECK|Timeout" "$OUT/ctest_cuda.log" | head -20
 fi
 for spec in "$@"; do
