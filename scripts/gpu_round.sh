@@ -6,10 +6,10 @@ set -uo pipefail
 . "$(dirname "$0")/gpu_lib.sh"
 stamp build
 gpu_build . build.log qmm test_cuda || exit 1
-# FIRST (a ctest regex, optional): those tests run first, alone, at FIRST_TIMEOUT (90 s) each; where
-# one fails or hangs the round stops there (a hung kernel slows every other test sharing the GPU).
-# CTEST_JOBS (24): the tests run at once (one at a time, ctest -L cuda takes about 550 s of the device
-# call's 600: the thirtieth session's first call ran out of time in it)
+# FIRST (a ctest regex, optional): those tests run first, apart from the rest, at FIRST_TIMEOUT (90 s)
+# each; where one fails or hangs the round stops there (a hung kernel slows every other test sharing
+# the GPU). CTEST_JOBS (24): the tests run at once (one at a time, ctest -L cuda takes about 550 s of
+# the device call's 600: the twenty-eighth and twenty-ninth sessions' first calls ran out of time in it)
 if [ -n "${FIRST:-}" ]; then
   stamp "ctest -R $FIRST"
   ctest --test-dir build-gpu -R "$FIRST" -j "${CTEST_JOBS:-24}" --output-on-failure --timeout "${FIRST_TIMEOUT:-90}" > "$OUT/ctest_first.log" 2>&1
