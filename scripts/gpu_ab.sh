@@ -23,7 +23,7 @@ for v in a b; do
   d=.; [ $v = b ] && d=$alt
   if [ $run_tests = 1 ] || { [ $run_tests = a ] && [ $v = a ]; }; then
     stamp "ctest -L cuda ($v)"
-    ctest --test-dir "$d/build-gpu" -L cuda --output-on-failure > "$OUT/ctest_$v.log" 2>&1
+    gpu_ctest "$d/build-gpu" "ctest_$v.log" -L cuda
     echo "ctest $v rc=$?"; grep -E "tests passed|FAIL|CHECK" "$OUT/ctest_$v.log" | head -20
   fi
   stamp "bench ($v) $*"

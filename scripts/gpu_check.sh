@@ -10,7 +10,7 @@ stamp "configure + build"
 gpu_build . build.log qmm test_cuda test_cuda_layout || exit 1
 
 stamp "ctest -L cuda"
-ctest --test-dir build-gpu -L cuda --output-on-failure > "$OUT/ctest_cuda.log" 2>&1
+gpu_ctest build-gpu ctest_cuda.log -L cuda
 echo "ctest rc=$?"
 grep -E "tests passed|checks|Failed|CHECK" "$OUT/ctest_cuda.log" | head -40
 

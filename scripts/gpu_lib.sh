@@ -16,6 +16,14 @@ gpu_build() {
         cmake --build "$src/build-gpu" -j "${JOBS:-$(nproc)}" --target "$@" >> "$log" 2>&1 ||
         { grep -E "error|Error" "$log" | head -40; return 1; }
 }
+# gpu_ctest BUILD_DIR LOG CTEST_ARGS...: ctest in BUILD_DIR into $OUT/LOG, its tests at once (CTEST_JOBS,
+# default 24; one at a time `ctest -L cuda` takes about 550 s of a device call's 600, which cost the
+# twenty-eighth and twenty-ninth sessions' first calls), printing failures' output; returns ctest's status.
+gpu_ctest() {
+    local dir=$1 log="$OUT/$2"
+    shift 2
+    ctest --test-dir "$dir" -j "${CTEST_JOBS:-24}" --output-on-failure "$@" > "$log" 2>&1
+}
 # gpu_bundle DIR NAME: replaces everything under DIR by one archive DIR/NAME.tgz (the device tool brings
 # back eight files at most).
 gpu_bundle() {

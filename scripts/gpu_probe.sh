@@ -10,7 +10,7 @@ stamp "build"
 gpu_build . build.log qmm test_cuda || exit 1
 if [ $run_tests = 1 ]; then
   stamp "ctest -L cuda"
-  ctest --test-dir build-gpu -L cuda --output-on-failure > "$OUT/ctest_cuda.log" 2>&1
+  gpu_ctest build-gpu ctest_cuda.log -L cuda
   echo "ctest rc=$?"; grep -E "tests passed|Failed|CHECK|FAILED" "$OUT/ctest_cuda.log" | head -20
 fi
 stamp "sass"

@@ -8,17 +8,16 @@ stamp build
 gpu_build . build.log qmm test_cuda || exit 1
 # FIRST (a ctest regex, optional): those tests run first, apart from the rest, at FIRST_TIMEOUT (90 s)
 # each; where one fails or hangs the round stops there (a hung kernel slows every other test sharing
-# the GPU). CTEST_JOBS (24): the tests run at once (one at a time, ctest -L cuda takes about 550 s of
-# the device call's 600: the twenty-eighth and twenty-ninth sessions' first calls ran out of time in it)
+# the GPU). Both ctest runs take gpu_ctest's CTEST_JOBS.
 if [ -n "${FIRST:-}" ]; then
   stamp "ctest -R $FIRST"
-  ctest --test-dir build-gpu -R "$FIRST" -j "${CTEST_JOBS:-24}" --output-on-failure --timeout "${FIRST_TIMEOUT:-90}" > "$OUT/ctest_first.log" 2>&1
+  gpu_ctest build-gpu ctest_first.log -R "$FIRST" --timeout "${FIRST_TIMEOUT:-90}"
   rc=$?; echo "ctest rc=$rc"; grep -E "Test +#|tests passed" "$OUT/ctest_first.log" | head -20
   [ $rc = 0 ] || exit 1
 fi
 if [ "${NO_TEST:-0}" != 1 ]; then
   stamp "ctest -L cuda"
-  ctest --test-dir build-gpu -L cuda ${FIRST:+-E "$FIRST"} -j "${CTEST_JOBS:-24}" --output-on-failure --timeout "${CTEST_TIMEOUT:-300}" > "$OUT/ctest_cuda.log" 2>&1
+  gpu_ctest build-gpu ctest_cuda.log -L cuda ${FIRST:+-E "$FIRST"} --timeout "${CTEST_TIMEOUT:-300}"
   echo "ctest rc=$?"; grep -E "tests passed|FAIL|CHECK|Timeout" "$OUT/ctest_cuda.log" | head -20
 fi
 for spec in "$@"; do
