@@ -67,9 +67,10 @@ static void test_paths_and_shapes(void)
  * gives block 0 of row 0 the scale 2^-27 and zeros A's first 32 columns, so the sums stay exact). Each
  * weight runs with rows of A at lda = K (unaligned for odd K: STEP
  * and WHOLE) and lda = K rounded up to 8 with NaN in the gap (PIPE, whose stages zero the columns past
- * K); K = 4133 splits K on the GEMV and fused paths; M = 24 takes the fused path's 32-row tiles. NVFP4
- * and MXFP4 on the materialize path go through cuBLASLt's own epilogue, whose order of operations is not this
- * formula, so there it is left to the tolerance checks. */
+ * K); K = 4133 splits K on the GEMV and fused paths; M = 24 takes the fused path's 32-row tiles, M = 200
+ * (sm_90a) the WG variant's 256-row CTAs. NVFP4 and MXFP4 on the materialize path go through cuBLASLt's
+ * own epilogue, whose order of operations is not this formula, so there it is left to the tolerance
+ * checks. */
 static float exact_f32(volatile float x) { return x; } /* one rounding, no contraction across it */
 
 static void exact_case(qmm_format f, size_t n, size_t k, int wide)
@@ -77,10 +78,10 @@ static void exact_case(qmm_format f, size_t n, size_t k, int wide)
     static const uint8_t codes[9] = {0x00, 0x38, 0x40, 0x44, 0x48, 0xb8, 0xc0, 0xc4, 0xc8}; /* 0, +-1, 2, 3, 4 */
     static const float values[9] = {0, 1, 2, 3, 4, -1, -2, -3, -4};
     static const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
-    static const size_t ms[] = {1, 5, 16, 24, 33, 100};
+    static const size_t ms[] = {1, 5, 16, 24, 33, 100, 200};
     static const qmm_path paths[4] = {QMM_PATH_AUTO, QMM_PATH_GEMV, QMM_PATH_FUSED, QMM_PATH_MATERIALIZE};
     const int nv = f == QMM_FORMAT_NVFP4, mx = f == QMM_FORMAT_MXFP4;
-    const size_t ldc = n + 3, mmax = 100, lda_max = (k + 7) / 8 * 8;
+    const size_t ldc = n + 3, mmax = 200, lda_max = (k + 7) / 8 * 8;
     qmm_weight w;
     CHECK_OK(qmm_weight_alloc(&w, f, n, k));
     float *q = malloc(n * k * sizeof(float)); /* the dequantized weight without the tensor scale */
@@ -370,12 +371,15 @@ static void test_batch_invariance(void)
         mm_check_batch_invariance(ctx, formats[f], 300, 3000, 30, 40, "fused 30 vs 40 (32- and 64-row tiles)");
         /* and the WG variant's 64-row CTAs against its 128-row ones (two M tiles, one wgmma m64n128k16) */
         mm_check_batch_invariance(ctx, formats[f], 300, 2000, 64, 100, "fused 64 vs 100 (WG 64- and 128-row CTAs)");
+        /* and its 128-row CTAs against its 256-row ones (four M tiles, one wgmma m64n256k16) */
+        mm_check_batch_invariance(ctx, formats[f], 300, 2000, 100, 200, "fused 100 vs 200 (WG 128- and 256-row CTAs)");
         /* FP8 takes the WG variant only over units of an even number of 32-column chunks (wg_choose), which
          * the two shapes above do not have (94 chunks in units of 9; 63): K = 2048 is 64 chunks in units
          * of 8, so FP8 runs WG there against 32-row tiles (PIPE, or WG where it takes them), and 64-
          * against 128-row CTAs */
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 30, 40, "fused K = 2048 30 vs 40 (32- and 64-row tiles)");
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 64, 100, "fused K = 2048 64 vs 100 (WG 64 and 128 rows)");
+        mm_check_batch_invariance(ctx, formats[f], 300, 2048, 100, 200, "fused K = 2048 100 vs 200 (WG 128 and 256 rows)");
         /* the STEP variant: fp16 activations, and bf16 rows that are not 16-byte aligned */
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 1500, 300, 1500, 9, 70, "fused fp16 9 vs 70");
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_BF16, 1503, 300, 1501, 12, 40, "fused unaligned 12 vs 40");

@@ -104,19 +104,23 @@ static void check_default(int n, int k, int gemv_split, int fused_split, int coa
  * the default shapes: the plans measured fastest there. Clusters only where one wave holds them ((6144,
  * 18432): 48 clusters of five, 47 held; (4096, 14336): 32 of eight, 30 held); coarse 128-row units at
  * two or four M tiles where they take fewer waves for the same work ((6144, 18432) M = 256: three waves
- * against the fine plan's four, for twice the work, so not there). */
+ * against the fine plan's four, for twice the work, so not there); 256-row CTAs past two M tiles where
+ * their plan takes one wave (not (6144, 18432) nor (28672, 8192), whose 240 and 224 CTAs take two). */
 static void check_wg_plans(void)
 {
-    static const long long slots[2] = {264, 132};
-    static const int clusters[2][9] = {{0, 264, 132, 83, 66, 47, 39, 32, 30}, {0, 132, 66, 39, 30, 22, 17, 15, 15}};
+    static const long long slots[3] = {264, 132, 132};
+    static const int clusters[3][9] = {{0, 264, 132, 83, 66, 47, 39, 32, 30},
+                                       {0, 132, 66, 39, 30, 22, 17, 15, 15},
+                                       {0, 132, 66, 39, 30, 22, 17, 15, 15}};
     static const struct {
-        int n, k, m, rows128, cluster, splits, half;
+        int n, k, m, rows, cluster, splits, half;
     } want[] = {
-        {8192, 28672, 64, 0, 4, 4, 0}, {8192, 28672, 128, 1, 2, 2, 112}, {8192, 28672, 256, 1, 2, 2, 112},
-        {6144, 18432, 64, 0, 0, 5, 0}, {6144, 18432, 128, 0, 0, 5, 0},   {6144, 18432, 256, 0, 0, 5, 0},
-        {4096, 14336, 64, 0, 0, 8, 0}, {4096, 14336, 128, 1, 0, 4, 28},  {4096, 14336, 256, 1, 0, 4, 28},
-        {14336, 4096, 64, 0, 2, 2, 0}, {14336, 4096, 128, 1, 1, 1, 32},  {14336, 4096, 256, 1, 1, 1, 32},
-        {28672, 8192, 64, 0, 0, 1, 0}, {28672, 8192, 128, 1, 1, 1, 0},
+        {8192, 28672, 64, 64, 4, 4, 0},   {8192, 28672, 128, 128, 2, 2, 112}, {8192, 28672, 256, 256, 2, 2, 112},
+        {8192, 28672, 192, 256, 2, 2, 112},
+        {6144, 18432, 64, 64, 0, 5, 0},   {6144, 18432, 128, 64, 0, 5, 0},    {6144, 18432, 256, 64, 0, 5, 0},
+        {4096, 14336, 64, 64, 0, 8, 0},   {4096, 14336, 128, 128, 0, 4, 28},  {4096, 14336, 256, 256, 0, 4, 28},
+        {14336, 4096, 64, 64, 2, 2, 0},   {14336, 4096, 128, 128, 1, 1, 32},  {14336, 4096, 256, 256, 1, 1, 32},
+        {28672, 8192, 64, 64, 0, 1, 0},   {28672, 8192, 128, 128, 1, 1, 0},   {28672, 8192, 256, 64, 0, 1, 0},
     };
     /* 32-row tiles (M = 17..32) where K is split in at most five units: not (4096, 14336)'s eight */
     static const struct {
@@ -125,26 +129,26 @@ static void check_wg_plans(void)
     for (size_t i = 0; i < sizeof want32 / sizeof want32[0]; i++) {
         const int n = want32[i].n, k = want32[i].k;
         const qmm_test_wg t = qmm_test_wg_choose(0, 24, n / 16, ceil_div(k, 64), 132, slots, clusters);
-        CHECK(t.taken == want32[i].taken && (!t.taken || (!t.rows128 && t.splits == want32[i].splits)),
-              "(%d, %d) M = 24: WG %d, 128 rows %d, %d units; want WG %d, 0, %d", n, k, t.taken, t.rows128, t.splits,
+        CHECK(t.taken == want32[i].taken && (!t.taken || (t.rows == 32 && t.splits == want32[i].splits)),
+              "(%d, %d) M = 24: WG %d, CTAs of %d rows, %d units; want WG %d, 32, %d", n, k, t.taken, t.rows, t.splits,
               want32[i].taken, want32[i].splits);
     }
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const int n = want[i].n, k = want[i].k, m = want[i].m;
         const qmm_test_wg t = qmm_test_wg_choose(0, m, n / 16, ceil_div(k, 64), 132, slots, clusters);
-        CHECK(t.taken && t.rows128 == want[i].rows128 && t.cluster == want[i].cluster && t.splits == want[i].splits &&
+        CHECK(t.taken && t.rows == want[i].rows && t.cluster == want[i].cluster && t.splits == want[i].splits &&
                   t.half == want[i].half,
-              "(%d, %d) M = %d: WG %d, 128 rows %d, cluster %d, %d units, half %d; want WG 1, %d, %d, %d, %d", n, k, m,
-              t.taken, t.rows128, t.cluster, t.splits, t.half, want[i].rows128, want[i].cluster, want[i].splits,
-              want[i].half);
+              "(%d, %d) M = %d: WG %d, CTAs of %d rows, cluster %d, %d units, half %d; want WG 1, %d, %d, %d, %d", n, k, m,
+              t.taken, t.rows, t.cluster, t.splits, t.half, want[i].rows, want[i].cluster, want[i].splits, want[i].half);
     }
     /* FP8 (chunks of 32 columns, four per stage) on the same room: units of whole half stages only (an
      * even number of chunks, K a multiple of 64 and the fine units' chunks even), the plans of the E2M1
      * rule counted in columns ((8192, 28672): fine units of 224 chunks, 7168 columns, as NVFP4's 112) */
     static const struct {
-        int n, k, m, taken, rows128, cluster, splits, half;
+        int n, k, m, taken, rows, cluster, splits, half;
     } want8[] = {
-        {8192, 28672, 64, 1, 0, 4, 4, 0}, {8192, 28672, 128, 1, 1, 2, 2, 224}, {28672, 8192, 128, 1, 1, 1, 1, 0},
+        {8192, 28672, 64, 1, 64, 4, 4, 0}, {8192, 28672, 128, 1, 128, 2, 2, 224}, {28672, 8192, 128, 1, 128, 1, 1, 0},
+        {8192, 28672, 256, 1, 256, 2, 2, 224},
         {4096, 4112, 64, 0, 0, 0, 0, 0},   /* 129 chunks: the last unit odd */
         {4096, 14592, 64, 0, 0, 0, 0, 0},  /* 456 chunks in eight units of 57 */
     };
@@ -152,10 +156,10 @@ static void check_wg_plans(void)
         const int n = want8[i].n, k = want8[i].k, m = want8[i].m;
         const qmm_test_wg t = qmm_test_wg_choose(1, m, n / 16, ceil_div(k, 32), 132, slots, clusters);
         CHECK(t.taken == want8[i].taken &&
-                  (!t.taken || (t.rows128 == want8[i].rows128 && t.cluster == want8[i].cluster &&
+                  (!t.taken || (t.rows == want8[i].rows && t.cluster == want8[i].cluster &&
                                 t.splits == want8[i].splits && t.half == want8[i].half)),
-              "FP8 (%d, %d) M = %d: WG %d, 128 rows %d, cluster %d, %d units, half %d; want WG %d, %d, %d, %d, %d", n, k,
-              m, t.taken, t.rows128, t.cluster, t.splits, t.half, want8[i].taken, want8[i].rows128, want8[i].cluster,
+              "FP8 (%d, %d) M = %d: WG %d, CTAs of %d rows, cluster %d, %d units, half %d; want WG %d, %d, %d, %d, %d", n, k,
+              m, t.taken, t.rows, t.cluster, t.splits, t.half, want8[i].taken, want8[i].rows, want8[i].cluster,
               want8[i].splits, want8[i].half);
     }
 }

@@ -34,7 +34,7 @@ static void report(int sms)
         std::printf("  %-14s", names[k]);
         for (int c = 1; c <= 8; c++) {
             cudaLaunchAttribute at[3];
-            const cudaLaunchConfig_t lc = wg_cluster_config(at, c, smem, 0, c, false, pol[k]); /* the library's */
+            const cudaLaunchConfig_t lc = wg_cluster_config(at, c, kWgThreads, smem, 0, c, false, pol[k]); /* the library's */
             int n = -1;
             const cudaError_t e = cudaOccupancyMaxActiveClusters(&n, clustered, &lc);
             if (e != cudaSuccess) {

@@ -66,8 +66,8 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, int threads, siz
  * `policy`: the library's launches take the load-balancing one, under which the H200 holds 66 clusters
  * of four 64-row CTAs at once where the default (spread) holds 62, and 83 of three against 79
  * (scripts/probes/cluster_occupancy.cu, which compares the two; BENCHMARKS.md seventeenth session). */
-static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute (&at)[3], long long grid, size_t smem, cudaStream_t s,
-                                            int cluster, bool pdl = false,
+static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute (&at)[3], long long grid, int threads, size_t smem,
+                                            cudaStream_t s, int cluster, bool pdl = false,
                                             cudaClusterSchedulingPolicy policy = cudaClusterSchedulingPolicyLoadBalancing)
 {
     at[0].id = cudaLaunchAttributeClusterDimension;
@@ -77,7 +77,7 @@ static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute (&at)[3], long l
     at[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
     at[1].val.clusterSchedulingPolicyPreference = policy;
     pdl_attribute(at[2], pdl);
-    return launch_config(at, grid, kWgThreads, smem, s);
+    return launch_config(at, grid, threads, smem, s);
 }
 
 /* The driver's cuTensorMapEncodeTiled, through the runtime (the library does not link the driver);
@@ -145,9 +145,9 @@ static cudaError_t launch_wg_kernel(long long grid, cudaStream_t s, int cluster,
     constexpr size_t smem = wg_config<ENC, ROWS>::bytes;
     const wg_maps maps = wg_maps_for<ENC>(p);
     if (cluster == 0)
-        return launch_kernel(mma_kernel_wg<ENC, ROWS, false>, grid, kWgThreads, smem, s, pdl, p, a_laid, maps);
+        return launch_kernel(mma_kernel_wg<ENC, ROWS, false>, grid, wg_threads<ROWS>(), smem, s, pdl, p, a_laid, maps);
     cudaLaunchAttribute at[3];
-    const cudaLaunchConfig_t lc = wg_cluster_config(at, grid, smem, s, cluster, pdl);
+    const cudaLaunchConfig_t lc = wg_cluster_config(at, grid, wg_threads<ROWS>(), smem, s, cluster, pdl);
     return cudaLaunchKernelEx(&lc, mma_kernel_wg<ENC, ROWS, true>, p, a_laid, maps);
 }
 
@@ -168,14 +168,15 @@ static bool wg_setup(int optin, int sm_count, wg_room &room)
     int per_sm = 0;
     if (bytes > optin ||
         cudaFuncSetAttribute(mma_kernel_wg<ENC, ROWS, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mma_kernel_wg<ENC, ROWS, false>, kWgThreads, bytes) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mma_kernel_wg<ENC, ROWS, false>, wg_threads<ROWS>(), bytes) !=
+            cudaSuccess ||
         per_sm < 1)
         return false;
     room.slots = (long long)per_sm * sm_count;
     if (cudaFuncSetAttribute(mma_kernel_wg<ENC, ROWS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess)
         for (int c = 1; c <= kWgClusterMax; c++) {
             cudaLaunchAttribute at[3];
-            const cudaLaunchConfig_t lc = wg_cluster_config(at, c, bytes, 0, c);
+            const cudaLaunchConfig_t lc = wg_cluster_config(at, c, wg_threads<ROWS>(), bytes, 0, c);
             int n = 0;
             if (cudaOccupancyMaxActiveClusters(&n, mma_kernel_wg<ENC, ROWS, true>, &lc) != cudaSuccess) break;
             room.clusters[c] = n;
@@ -200,8 +201,8 @@ constexpr bool has_gemv_early() { return NB == 1 && ENC != kEncFp8Half; }
 
 /* What a variant may use on one device: set up by setup_variant, once per device (launch_variant). */
 struct variant_limits {
-    bool pipe_ok = false, pdl_able = false, wg_ok = false, wg128_ok = false;
-    wg_room wg[2]; /* what the device holds of the WG kernel of 8 * NB rows and of 128 (NB = 8) */
+    bool pipe_ok = false, pdl_able = false, wg_ok = false, wg128_ok = false, wg256_ok = false;
+    wg_room wg[3]; /* what the device holds of the WG kernel of 8 * NB rows, and of 128 and 256 (NB = 8) */
     size_t whole_max = 0;
     size_t smem_sm = 0, smem_reserved = 0; /* shared memory per SM, and what the system takes per CTA */
     size_t optin = 0;                      /* shared memory a CTA may opt into */
@@ -260,7 +261,10 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
         if (e == cudaSuccess && major == 9 && cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess &&
             wa.ptxVersion == 90) {
             lim.wg_ok = wg_setup<ENC, 8 * NB>(optin, sm_count, lim.wg[0]);
-            if constexpr (NB == 8) lim.wg128_ok = lim.wg_ok && wg_setup<ENC, 128>(optin, sm_count, lim.wg[1]);
+            if constexpr (NB == 8) {
+                lim.wg128_ok = lim.wg_ok && wg_setup<ENC, 128>(optin, sm_count, lim.wg[1]);
+                lim.wg256_ok = lim.wg_ok && wg_setup<ENC, 256>(optin, sm_count, lim.wg[2]);
+            }
         }
         (void)cudaGetLastError(); /* a failed query or setting only leaves the variant off */
     }
@@ -304,29 +308,29 @@ static mma_params coarse_units(mma_params f)
     return f;
 }
 
-/* A launch of the WG variant: the division p (fine or coarse units), CTAs of 128 rows or 64, clusters of
- * `cluster` CTAs (the splits of one piece of W; 0: none) and its waves (wg_plan_of). */
+/* A launch of the WG variant: the division p (fine or coarse units), CTAs of `rows` rows (32, 64, 128 or
+ * 256), clusters of `cluster` CTAs (the splits of one piece of W; 0: none) and its waves (wg_plan_of). */
 struct wg_plan {
     mma_params p;
-    bool rows128;
+    int rows;
     int cluster;
     long long waves;
 };
 
-/* The WG launch of division q in CTAs of 128 rows or 64 (room: what the device holds of that kernel):
+/* The WG launch of division q in CTAs of `rows` rows (room: what the device holds of that kernel):
  * its splits reduced in one cluster (wg_reduce_cluster) where the clusters take no more waves than the
  * same CTAs without (those of 4, 5 or 8 64-row CTAs that spilled into a second wave were up to 1.5x
  * slower on the H200: (6144, 18432) M = 33 holds 47 clusters of five, not its 48; BENCHMARKS.md
- * seventeenth session), up to cl_limit CTAs, and for one split only in 128-row CTAs (the epilogue from
+ * seventeenth session), up to cl_limit CTAs, and for one split only in CTAs of 128 rows or more (the epilogue from
  * shared memory, 3-8% faster there, 6-7% slower in 64-row ones); elsewhere through the workspace
  * (finish_unit). Clusters against the workspace on the H200 (sixteenth session): two splits ((14336,
  * 4096)) M = 64 37.4 against 49.0 us, M = 128 69.9 against 107.1. */
-static wg_plan wg_plan_of(const mma_params &q, bool rows128, const wg_room &room, int cl_limit)
+static wg_plan wg_plan_of(const mma_params &q, int rows, const wg_room &room, int cl_limit)
 {
-    const int tiles = rows128 ? 2 : 1, S = q.splits;
+    const int tiles = rows > kWgRows ? rows / kWgRows : 1, S = q.splits;
     const long long grid = (long long)strip_groups(q.strips) * S * ((q.mtiles + tiles - 1) / tiles);
-    wg_plan w = {q, rows128, 0, (grid + room.slots - 1) / room.slots};
-    if (S <= cl_limit && S <= kWgClusterMax && room.clusters[S] > 0 && (S > 1 || rows128) &&
+    wg_plan w = {q, rows, 0, (grid + room.slots - 1) / room.slots};
+    if (S <= cl_limit && S <= kWgClusterMax && room.clusters[S] > 0 && (S > 1 || rows > kWgRows) &&
         (grid / S + room.clusters[S] - 1) / room.clusters[S] <= w.waves)
         w.cluster = S;
     return w;
@@ -391,25 +395,40 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
  *   cause of the loss with many splits is not known). */
 constexpr int kWg32MaxSplits = 5;
 static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_chunks, int wg_knob, int wg128_knob,
-                      int coarse_knob, int cl_knob, wg_plan &plan, int tile_rows = kWgRows)
+                      int wg256_knob, int coarse_knob, int cl_knob, wg_plan &plan, int tile_rows = kWgRows)
 {
     const mma_params f = fine_units(p);
     /* units of whole half stages (mma_kernel_wg): for E4M3 an even number of chunks */
     const int hs = stage_chunks / 2;
     if (!lim.wg_ok || f.cps % hs != 0 || p.chunks % hs != 0) return false;
     if (tile_rows < kWgRows && wg_knob != 2 && f.splits > kWg32MaxSplits) return false;
+    /* 256-row CTAs past two M tiles where their plan takes one wave (wg256_knob 1), past one M tile (2)
+     * or two (3) whatever it takes, never (0); over fine or coarse units, the coarse ones where their
+     * waves times their length is no more than the fine plan's */
+    if (wg_knob != 0 && wg256_knob != 0 && lim.wg256_ok && tile_rows == kWgRows &&
+        p.mtiles >= (wg256_knob == 2 ? 2 : 3)) {
+        wg_plan w = wg_plan_of(f, 4 * kWgRows, lim.wg[2], cl_knob);
+        if (coarse_knob != 0 && f.pairs && f.splits >= 2 && f.cps % stage_chunks == 0) {
+            const wg_plan c = wg_plan_of(coarse_units(f), 4 * kWgRows, lim.wg[2], cl_knob);
+            if (coarse_knob == 2 || c.waves * c.p.cps <= w.waves * w.p.cps) w = c;
+        }
+        if (wg256_knob != 1 || w.waves == 1) {
+            plan = w;
+            return true;
+        }
+    }
     /* 128-row CTAs at all: past one M tile, unless QMM_CUDA_WG128=0; long units: 96 chunks of 64 columns
      * (E2M1), 192 of 32 (E4M3) */
     const bool can128 = lim.wg128_ok && p.m > kWgRows && wg128_knob != 0;
     const bool rows128 = can128 && (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 &&
                                                         (f.cps >= 48 * stage_chunks || f.splits <= 2)));
-    plan = wg_plan_of(f, rows128, lim.wg[rows128], cl_knob);
+    plan = wg_plan_of(f, rows128 ? 2 * kWgRows : tile_rows, lim.wg[rows128], cl_knob);
     if (can128 && (coarse_knob == 2 || (coarse_knob == 1 && (p.mtiles == 2 || p.mtiles == 4))) &&
         f.pairs && f.splits >= 2 && f.cps % stage_chunks == 0 /* the restart at a stage's start (mma_kernel_wg) */) {
-        const wg_plan c = wg_plan_of(coarse_units(f), true, lim.wg[1], cl_knob);
+        const wg_plan c = wg_plan_of(coarse_units(f), 2 * kWgRows, lim.wg[1], cl_knob);
         if (coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps) plan = c;
     }
-    return wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || plan.rows128));
+    return wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || plan.rows > kWgRows));
 }
 
 /* mma_kernel_whole's CTAs per SM (NB 8-row groups) with `bytes` of dynamic shared memory: as many as its
@@ -554,17 +573,20 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         p.cps = (p.chunks + splits - 1) / splits;
         p.splits = (p.chunks + p.cps - 1) / p.cps;
     }
-    /* QMM_CUDA_WG, _WG128, _WGCOARSE and _WGCL (knobs for tests and benchmarks, not for use; wg_choose
+    /* QMM_CUDA_WG, _WG128, _WG256, _WGCOARSE and _WGCL (knobs for tests and benchmarks, not for use; wg_choose
      * says what each does) */
     static const int wg_knob = knob_int("QMM_CUDA_WG", 1), wg128_knob = knob_int("QMM_CUDA_WG128", 1),
-                     coarse_knob = knob_int("QMM_CUDA_WGCOARSE", 1), cl_knob = knob_int("QMM_CUDA_WGCL", kWgClusterMax);
+                     wg256_knob = knob_int("QMM_CUDA_WG256", 1), coarse_knob = knob_int("QMM_CUDA_WGCOARSE", 1),
+                     cl_knob = knob_int("QMM_CUDA_WGCL", kWgClusterMax);
     if constexpr (has_wg<ENC, FP16A, NB>()) {
         wg_plan plan;
-        if (wg_choose(p, lim, wg_stage_chunks<ENC>(), wg_knob, wg128_knob, coarse_knob, cl_knob, plan, cfg::rows)) {
+        if (wg_choose(p, lim, wg_stage_chunks<ENC>(), wg_knob, wg128_knob, wg256_knob, coarse_knob, cl_knob,
+                      plan, cfg::rows)) {
             cudaError_t we;
             if constexpr (NB == 8)
-                we = plan.rows128 ? launch_wg<ENC, 128>(plan, partial_floats, s, pdl)
-                                  : launch_wg<ENC, kWgRows>(plan, partial_floats, s, pdl);
+                we = plan.rows == 4 * kWgRows   ? launch_wg<ENC, 4 * kWgRows>(plan, partial_floats, s, pdl)
+                     : plan.rows == 2 * kWgRows ? launch_wg<ENC, 2 * kWgRows>(plan, partial_floats, s, pdl)
+                                                : launch_wg<ENC, kWgRows>(plan, partial_floats, s, pdl);
             else
                 we = launch_wg<ENC, 8 * NB>(plan, partial_floats, s, pdl);
             if (we != cudaErrorNotSupported) return we;

@@ -1,5 +1,5 @@
 /* WG variant of the fused path (sm_90a): bf16 activations against NVFP4, MXFP4 and FP8 weights by wgmma
- * with the decoded weights as its register A operand, in CTAs of 32, 64 or 128 rows of A (ROWS).
+ * with the decoded weights as its register A operand, in CTAs of 32, 64, 128 or 256 rows of A (ROWS).
  *
  * A CTA of 9 warps owns 8 strips (128 weight rows, two warpgroups of 64) over one unit of K and one
  * group of M tiles (one of 32 or 64 rows, or two of 64: wg_config), as in the other variants
@@ -13,7 +13,9 @@
  * layout), and its warpgroup issues one wgmma m64nROWSk16 per k-tile; the next half stage is decoded
  * while the one before it multiplies (wgmma.wait_group 1). 32 and 64 rows (one of the fused path's 32-
  * or 64-row M tiles): two CTAs per SM, three stages; 128 rows (two 64-row M tiles): one CTA per SM,
- * four stages, each weight tile decoded once for both M tiles.
+ * four stages, each weight tile decoded once for both M tiles; 256 rows (four M tiles): one CTA per SM
+ * of 12 warps (wg_threads: registers moved to the consumers by setmaxnreg), three E2M1 or two E4M3
+ * stages, one buffer of A fragments per warp, the two warpgroups taking turns at the MMAs (wg_turn_wait).
  *
  * The activations are laid out first, by wg_stage_a, into the workspace past the partials in wgmma's
  * no-swizzle K-major order: per ROWS-row tile and chunk, eight 8-column groups, each of ROWS / 8 8-row
@@ -24,8 +26,8 @@
  * The end of a unit: where one wave of clusters holds them (wg_plan_of), the splits of one piece of W
  * run as one thread-block cluster and add their sums through distributed shared memory
  * (wg_reduce_cluster); otherwise as in the other variants, through partials in the workspace
- * (finish_unit). Coarse units (p.half > 0, 128-row CTAs only by the launcher's rule) restart their sum at
- * the half as PIPE's do (pair_stash, pair_join).
+ * (finish_unit). Coarse units (p.half > 0, CTAs of 128 or 256 rows only by the launcher's rule) restart
+ * their sum at the half as PIPE's do (pair_stash, pair_join).
  *
  * Bits: with the same unit of K and the same k-tile order per accumulator, wgmma's fp32 sums are those
  * of mma.sync m16n8k16, bit for bit (checked on the H200: scripts/probes/wgmma_rs.cu, 16.7 M partials,
@@ -62,6 +64,13 @@ namespace qmm_mma {
 constexpr int kWgStageK = 128;             /* columns of K per stage: two halves of four k-tiles */
 constexpr int kWgRows = 64;                /* rows of A per M tile of the fused path at NB = 8 (unit_of, finish_unit) */
 constexpr int kWgThreads = kThreads + 32;  /* two consumer warpgroups and the producer warp */
+/* Threads of a CTA of ROWS rows: 256 rows take the producer's whole warpgroup (its three other warps
+ * idle), so that the consumers can take 232 registers each by setmaxnreg, the producer's giving up theirs
+ * (ptxas counts a CTA of 9 warps as 12 and gives it 168 registers, too few for 128 accumulators per
+ * thread: it serialized the wgmmas) */
+template <int ROWS>
+__host__ __device__ constexpr int wg_threads() { return ROWS > 2 * kWgRows ? kThreads + 128 : kWgThreads; }
+constexpr int kWgSmemMax = 227 * 1024;     /* dynamic shared memory a CTA may opt into on sm_90 */
 
 /* Chunks (weight tiles of one strip) per stage of the encoding: 2 of 64 columns (E2M1), 4 of 32 (E4M3).
  * A unit that restarts its sum does so at a stage's start, so its half is a multiple of this. */
@@ -78,7 +87,8 @@ __host__ __device__ constexpr int wg_tile_rows(int rows) { return rows < kWgRows
  * decoded into four k-tiles' A fragments. */
 template <int ENC, int ROWS = kWgRows>
 struct wg_config {
-    static_assert(ROWS == 32 || ROWS == kWgRows || ROWS == 2 * kWgRows, "CTAs of 32, 64 or 128 rows");
+    static_assert(ROWS == 32 || ROWS == kWgRows || ROWS == 2 * kWgRows || ROWS == 4 * kWgRows,
+                  "CTAs of 32, 64, 128 or 256 rows");
     static constexpr int scale_tile = enc_traits<ENC>::scale_tile;
     static constexpr int tile_k = enc_traits<ENC>::tile_k;
     static constexpr int ktiles = tile_k / 16;     /* k-tiles of 16 columns per chunk */
@@ -86,13 +96,20 @@ struct wg_config {
     static constexpr int half = chunks / 2;         /* chunks per half stage */
     static constexpr int tile_rows = wg_tile_rows(ROWS); /* rows of A per M tile (p.mtiles) */
     static constexpr int tiles = ROWS / tile_rows;  /* M tiles per CTA */
-    static constexpr int stages = ROWS <= kWgRows ? 3 : 4;
     static constexpr int chunk_a = ROWS * tile_k * 2; /* bytes of one chunk of laid-out A */
     static constexpr int w_bytes = kWarps * chunks * 512;
     static constexpr int s_bytes = kWarps * chunks * scale_tile;
     static constexpr int stage = w_bytes + s_bytes + chunks * chunk_a;
+    /* 256 rows: as many stages as sm_90's 227 KB per CTA hold, at most three (E2M1 three of 74 KB, E4M3
+     * two of 80 KB) */
+    static constexpr int fit = (kWgSmemMax - 64) / stage;
+    static constexpr int stages = ROWS <= kWgRows ? 3 : ROWS == 2 * kWgRows ? 4 : fit < 3 ? fit : 3;
     static constexpr int bytes = stages * stage + 2 * stages * 8; /* and the mbarriers */
+    /* 256 rows: one buffer of A fragments, not two (128 accumulators per thread, and ptxas gives a CTA of
+     * nine warps 168 registers: it serialized the wgmmas with two) */
+    static constexpr bool single = ROWS > 2 * kWgRows;
     static_assert(half * ktiles == 4, "a half stage is four k-tiles");
+    static_assert(stages >= 2 && bytes <= kWgSmemMax, "at least two stages in a CTA's shared memory");
     static_assert(stage % 128 == 0 && (w_bytes + s_bytes) % 128 == 0, "stages and their parts 128-byte aligned");
 };
 
@@ -204,6 +221,19 @@ __device__ __forceinline__ uint32_t wg_desc_lo(uint32_t addr)
     return ((addr & 0x3ffff) >> 4) | (((ROWS * 16) >> 4) << 16);
 }
 __device__ __forceinline__ uint64_t wg_desc_of(uint32_t lo) { return (uint64_t)lo | ((uint64_t)(128 >> 4) << 32); }
+/* The turns of the two consumer warpgroups (256-row CTAs): warpgroup w waits for its turn on named
+ * barrier 1 + w, which completes when the other warpgroup's 128 threads have passed it the turn
+ * (bar.arrive) */
+__device__ __forceinline__ void wg_turn_wait(int w)
+{
+    if (w == 0) asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    else asm volatile("bar.sync 2, 256;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_turn_pass(int w)
+{
+    if (w == 0) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+    else asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+}
 /* wgmma's ordering: the fence before a group's first MMA, the end of a group, the wait until at most N
  * groups are still running */
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -223,7 +253,7 @@ __device__ __forceinline__ void wg_fence_acc(float (&d)[N])
 /* the operand lists of wg_mma: accumulators d[b .. b + 15] */
 #define QMM_WG_D4(b) "+f"(d[b]), "+f"(d[(b) + 1]), "+f"(d[(b) + 2]), "+f"(d[(b) + 3])
 #define QMM_WG_D16(b) QMM_WG_D4(b), QMM_WG_D4((b) + 4), QMM_WG_D4((b) + 8), QMM_WG_D4((b) + 12)
-/* D (64 x N, fp32) += A (64 x 16 bf16, registers) * B (16 x N bf16, shared memory, K-major), N = 32, 64, 128 */
+/* D (64 x N, fp32) += A (64 x 16 bf16, registers) * B (16 x N bf16, shared memory, K-major), N = 32, 64, 128, 256 */
 template <int N>
 __device__ void wg_mma(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc);
 template <>
@@ -255,6 +285,24 @@ __device__ __forceinline__ void wg_mma<128>(float (&d)[64], const uint32_t (&a)[
                  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
                  "%56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
                  : QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+template <>
+__device__ __forceinline__ void wg_mma<256>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+                 "{%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+                 : QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48), QMM_WG_D16(64), QMM_WG_D16(80),
+                   QMM_WG_D16(96), QMM_WG_D16(112)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 #undef QMM_WG_D16
@@ -331,7 +379,7 @@ __device__ __forceinline__ void wg_reduce_cluster(const mma_params &p, const flo
 /* The WG kernel (see the top of this file): ROWS rows of A per CTA (wg_config). a_laid: wg_stage_a's
  * output for the same ROWS. maps: the weights' and scales' tensor maps (wg_maps_for), or none. */
 template <int ENC, int ROWS = kWgRows, bool CLUSTER = false>
-__global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
+__global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
     mma_kernel_wg(mma_params p, const uint8_t *a_laid, const __grid_constant__ wg_maps maps)
 {
 #if QMM_WG_DEVICE
@@ -355,7 +403,8 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    if (warp == kWarps) { /* the producer */
+    /* the producer warp's work */
+    auto produce = [&]() {
         const int nstrips = min(kWarps, p.strips - strip0);
         const uint64_t pol_w = wg_policy(true), pol_a = wg_policy(false);
         /* stage i's copies: the weights and scales (w), the activations (a) */
@@ -397,6 +446,25 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
             wg_bar_wait(&empty[i % kStages], (i / kStages - 1) & 1);
             copy(i, true, true);
         }
+    };
+    if constexpr (cf::single) {
+        /* 256 rows: the producer's warpgroup gives up registers for the consumers (64512: 128 threads x 40,
+         * 256 x 232). Its path never joins theirs, which ptxas requires to honour setmaxnreg: with
+         * CLUSTER it meets them only at the end's barriers (the __syncthreads and the two cluster
+         * synchronizations of the consumers' path below). */
+        if (warp >= kWarps) {
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+            if (warp == kWarps) produce();
+            if constexpr (CLUSTER) {
+                __syncthreads();
+                cooperative_groups::this_cluster().sync();
+                cooperative_groups::this_cluster().sync();
+            }
+            return;
+        }
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    } else if (warp == kWarps) { /* the producer */
+        produce();
         if constexpr (!CLUSTER) return;
     }
     /* consumers: warp w decodes strip strip0 + w (zeros past the last strip: the warpgroup's MMAs need
@@ -406,7 +474,8 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
 #pragma unroll
     for (int i = 0; i < ROWS / 2; i++) acc[i] = 0.0f;
     if (warp < kWarps) {
-        uint32_t a0[4][4], a1[4][4];
+        uint32_t a0[4][4], a1[4][4]; /* a1 unused where cf::single */
+        const int wgi = warp >> 2; /* this warp's warpgroup */
         /* the four k-tiles of half h of the stage at st (chunks h * half .. of it). An inactive warp
          * decodes whatever its strip's slot holds (the producer copies nothing there): a wgmma's rows of
          * D depend only on the same rows of its A, and those rows of an inactive warp are never stored,
@@ -456,6 +525,30 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
                  * descriptors built from it, in uniform registers (UIADD3 and UMOV per wgmma instead of
                  * VIADD, IMAD.MOV and two R2UR) */
                 const uint32_t lo = __shfl_sync(0xffffffffu, lo_ring + s * (cf::stage >> 4), 0);
+                if constexpr (cf::single) {
+                    /* one buffer of A fragments: each half's MMAs complete before the next decode writes it.
+                     * The warpgroups take turns (wg_turn): one decodes while the other's MMAs run */
+                    decode(so, 0, a0);
+                    wg_turn_wait(wgi);
+                    issue(a0, lo);
+                    wg_turn_pass(wgi);
+                    wg_wait<0>();
+                    wg_fence_acc(acc);
+                    if (i + 1 < nst || !short_tail) {
+                        decode(so, 1, a0);
+                        wg_turn_wait(wgi);
+                        issue(a0, lo + ((cf::half * cf::chunk_a) >> 4));
+                        wg_turn_pass(wgi);
+                        wg_wait<0>();
+                        wg_fence_acc(acc);
+                    }
+                    if (lane == 0) wg_bar_arrive(&empty[s]);
+                    if (++s == kStages) {
+                        s = 0;
+                        phase ^= 1u;
+                    }
+                    continue;
+                }
                 decode(so, 0, a0);
                 issue(a0, lo);
                 wg_wait<1>(); /* the stage before is done */
@@ -480,11 +573,13 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
                 }
             }
         };
-        /* coarse units (p.half > 0; 128-row CTAs only, over a whole number of stages: launch_variant): the
-         * sum restarts at the half, the first half's sum waiting in the unit's partial slot (pair_stash);
+        /* coarse units (p.half > 0; CTAs of 128 or 256 rows only, over a whole number of stages:
+         * launch_variant): the sum restarts at the half, the first half's sum waiting in the unit's
+         * partial slot (pair_stash);
          * outside the loop, so that ptxas keeps the MMAs asynchronous (zeroing the accumulators inside
          * it serialized them; in 64-row CTAs the second loop alone did, for want of registers) */
         const int ih = ROWS > kWgRows && p.half > 0 && c1 - c0 > p.half ? p.half / cf::chunks : nst;
+        if (cf::single && wgi == 1) wg_turn_pass(1); /* the first turn is warpgroup 0's */
         run(0, ih);
         if (ROWS > kWgRows && ih < nst) {
             wg_wait<0>();
@@ -499,6 +594,7 @@ __global__ void __launch_bounds__(kWgThreads, ROWS <= kWgRows ? 2 : 1)
             for (int e = 0; e < ROWS / 2; e++) acc[e] = 0.0f;
             run(ih, nst);
         }
+        if (cf::single && wgi == 0) wg_turn_wait(0); /* warpgroup 1's last pass: every arrival is waited for */
         wg_wait<0>();
         wg_fence_acc(acc);
         if (ROWS > kWgRows && active && ih < nst) /* the pair: first half + second (pair_join) */
