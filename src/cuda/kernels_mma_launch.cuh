@@ -321,9 +321,9 @@ struct wg_plan {
  * its splits reduced in one cluster (wg_reduce_cluster) where the clusters take no more waves than the
  * same CTAs without (those of 4, 5 or 8 64-row CTAs that spilled into a second wave were up to 1.5x
  * slower on the H200: (6144, 18432) M = 33 holds 47 clusters of five, not its 48; BENCHMARKS.md
- * seventeenth session), up to cl_limit CTAs, and for one split only in CTAs of 128 rows or more (the epilogue from
- * shared memory, 3-8% faster there, 6-7% slower in 64-row ones); elsewhere through the workspace
- * (finish_unit). Clusters against the workspace on the H200 (sixteenth session): two splits ((14336,
+ * seventeenth session), up to cl_limit CTAs, and for one split only in CTAs of 128 rows or more (the
+ * epilogue from shared memory, 3-8% faster at 128 rows, 6-7% slower in 64-row CTAs); elsewhere through
+ * the workspace (finish_unit). Clusters against the workspace on the H200 (sixteenth session): two splits ((14336,
  * 4096)) M = 64 37.4 against 49.0 us, M = 128 69.9 against 107.1. */
 static wg_plan wg_plan_of(const mma_params &q, int rows, const wg_room &room, int cl_limit)
 {

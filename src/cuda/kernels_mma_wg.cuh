@@ -575,9 +575,9 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
         };
         /* coarse units (p.half > 0; CTAs of 128 or 256 rows only, over a whole number of stages:
          * launch_variant): the sum restarts at the half, the first half's sum waiting in the unit's
-         * partial slot (pair_stash);
-         * outside the loop, so that ptxas keeps the MMAs asynchronous (zeroing the accumulators inside
-         * it serialized them; in 64-row CTAs the second loop alone did, for want of registers) */
+         * partial slot (pair_stash); outside the loop, so that ptxas keeps the MMAs asynchronous (zeroing
+         * the accumulators inside it serialized them; in 64-row CTAs the second loop alone did, for want
+         * of registers) */
         const int ih = ROWS > kWgRows && p.half > 0 && c1 - c0 > p.half ? p.half / cf::chunks : nst;
         if (cf::single && wgi == 1) wg_turn_pass(1); /* the first turn is warpgroup 0's */
         run(0, ih);
