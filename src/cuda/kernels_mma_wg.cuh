@@ -105,8 +105,9 @@ struct wg_config {
     static constexpr int fit = (kWgSmemMax - 64) / stage;
     static constexpr int stages = ROWS <= kWgRows ? 3 : ROWS == 2 * kWgRows ? 4 : fit < 3 ? fit : 3;
     static constexpr int bytes = stages * stage + 2 * stages * 8; /* and the mbarriers */
-    /* 256 rows: one buffer of A fragments, not two (128 accumulators per thread, and ptxas gives a CTA of
-     * nine warps 168 registers: it serialized the wgmmas with two) */
+    /* 256 rows: one buffer of A fragments, the warpgroups taking turns. At 232 registers two buffers
+     * compile too (no spill, no serialization), but on the H200 they were level for E2M1 and 4-7% slower
+     * for E4M3 (BENCHMARKS.md, thirtieth session, call 6) */
     static constexpr bool single = ROWS > 2 * kWgRows;
     static_assert(half * ktiles == 4, "a half stage is four k-tiles");
     static_assert(stages >= 2 && bytes <= kWgSmemMax, "at least two stages in a CTA's shared memory");
