@@ -26,7 +26,7 @@ static void report(int sms)
         return;
     }
     int per_sm = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, plain, kWgThreads, smem);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, plain, wg_threads<ROWS>(), smem);
     std::printf("rows %d: smem %zu B, %d CTAs per SM, %d slots without clusters\n", ROWS, smem, per_sm, per_sm * sms);
     const char *names[2] = {"spread", "load-balancing"};
     const cudaClusterSchedulingPolicy pol[2] = {cudaClusterSchedulingPolicySpread, cudaClusterSchedulingPolicyLoadBalancing};
@@ -34,7 +34,7 @@ static void report(int sms)
         std::printf("  %-14s", names[k]);
         for (int c = 1; c <= 8; c++) {
             cudaLaunchAttribute at[3];
-            const cudaLaunchConfig_t lc = wg_cluster_config(at, c, kWgThreads, smem, 0, c, false, pol[k]); /* the library's */
+            const cudaLaunchConfig_t lc = wg_cluster_config(at, c, wg_threads<ROWS>(), smem, 0, c, false, pol[k]); /* the library's */
             int n = -1;
             const cudaError_t e = cudaOccupancyMaxActiveClusters(&n, clustered, &lc);
             if (e != cudaSuccess) {

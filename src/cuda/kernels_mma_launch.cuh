@@ -323,8 +323,8 @@ struct wg_plan {
  * slower on the H200: (6144, 18432) M = 33 holds 47 clusters of five, not its 48; BENCHMARKS.md
  * seventeenth session), up to cl_limit CTAs, and for one split only in CTAs of 128 rows or more (the
  * epilogue from shared memory, 3-8% faster at 128 rows, 6-7% slower in 64-row CTAs); elsewhere through
- * the workspace (finish_unit). Clusters against the workspace on the H200 (sixteenth session): two splits ((14336,
- * 4096)) M = 64 37.4 against 49.0 us, M = 128 69.9 against 107.1. */
+ * the workspace (finish_unit). Clusters against the workspace on the H200 (sixteenth session): two
+ * splits ((14336, 4096)) M = 64 37.4 against 49.0 us, M = 128 69.9 against 107.1. */
 static wg_plan wg_plan_of(const mma_params &q, int rows, const wg_room &room, int cl_limit)
 {
     const int tiles = rows > kWgRows ? rows / kWgRows : 1, S = q.splits;
@@ -394,6 +394,17 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
  *   10-22%, five ((6144, 18432)) 1-8%, eight ((4096, 14336)) 3-9% slower, with or without clusters (the
  *   cause of the loss with many splits is not known). */
 constexpr int kWg32MaxSplits = 5;
+/* plan, or the coarse units of its fine units f (two per unit, the sum restarting at the half: the same
+ * bits) in CTAs of `rows` rows (room) where their waves times their length is no more than plan's, or
+ * wherever coarse_knob is 2; only where f has pairs and each half is whole stages (the restart sits at a
+ * stage's start, mma_kernel_wg) */
+static wg_plan wg_prefer_coarse(const wg_plan &plan, const mma_params &f, int rows, const wg_room &room, int stage_chunks,
+                                int coarse_knob, int cl_knob)
+{
+    if (!f.pairs || f.splits < 2 || f.cps % stage_chunks != 0) return plan;
+    const wg_plan c = wg_plan_of(coarse_units(f), rows, room, cl_knob);
+    return coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps ? c : plan;
+}
 static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_chunks, int wg_knob, int wg128_knob,
                       int wg256_knob, int coarse_knob, int cl_knob, wg_plan &plan, int tile_rows = kWgRows)
 {
@@ -403,15 +414,11 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
     if (!lim.wg_ok || f.cps % hs != 0 || p.chunks % hs != 0) return false;
     if (tile_rows < kWgRows && wg_knob != 2 && f.splits > kWg32MaxSplits) return false;
     /* 256-row CTAs past two M tiles where their plan takes one wave (wg256_knob 1), past one M tile (2)
-     * or two (3) whatever it takes, never (0); over fine or coarse units, the coarse ones where their
-     * waves times their length is no more than the fine plan's */
+     * or two (3) whatever it takes, never (0); over fine or coarse units (wg_prefer_coarse) */
     if (wg_knob != 0 && wg256_knob != 0 && lim.wg256_ok && tile_rows == kWgRows &&
         p.mtiles >= (wg256_knob == 2 ? 2 : 3)) {
         wg_plan w = wg_plan_of(f, 4 * kWgRows, lim.wg[2], cl_knob);
-        if (coarse_knob != 0 && f.pairs && f.splits >= 2 && f.cps % stage_chunks == 0) {
-            const wg_plan c = wg_plan_of(coarse_units(f), 4 * kWgRows, lim.wg[2], cl_knob);
-            if (coarse_knob == 2 || c.waves * c.p.cps <= w.waves * w.p.cps) w = c;
-        }
+        if (coarse_knob != 0) w = wg_prefer_coarse(w, f, 4 * kWgRows, lim.wg[2], stage_chunks, coarse_knob, cl_knob);
         if (wg256_knob != 1 || w.waves == 1) {
             plan = w;
             return true;
@@ -423,11 +430,8 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
     const bool rows128 = can128 && (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 &&
                                                         (f.cps >= 48 * stage_chunks || f.splits <= 2)));
     plan = wg_plan_of(f, rows128 ? 2 * kWgRows : tile_rows, lim.wg[rows128], cl_knob);
-    if (can128 && (coarse_knob == 2 || (coarse_knob == 1 && (p.mtiles == 2 || p.mtiles == 4))) &&
-        f.pairs && f.splits >= 2 && f.cps % stage_chunks == 0 /* the restart at a stage's start (mma_kernel_wg) */) {
-        const wg_plan c = wg_plan_of(coarse_units(f), 2 * kWgRows, lim.wg[1], cl_knob);
-        if (coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps) plan = c;
-    }
+    if (can128 && (coarse_knob == 2 || (coarse_knob == 1 && (p.mtiles == 2 || p.mtiles == 4))))
+        plan = wg_prefer_coarse(plan, f, 2 * kWgRows, lim.wg[1], stage_chunks, coarse_knob, cl_knob);
     return wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || plan.rows > kWgRows));
 }
 

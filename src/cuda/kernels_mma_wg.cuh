@@ -529,43 +529,35 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
                 if constexpr (cf::single) {
                     /* one buffer of A fragments: each half's MMAs complete before the next decode writes it.
                      * The warpgroups take turns (wg_turn): one decodes while the other's MMAs run */
-                    decode(so, 0, a0);
-                    wg_turn_wait(wgi);
-                    issue(a0, lo);
-                    wg_turn_pass(wgi);
-                    wg_wait<0>();
-                    wg_fence_acc(acc);
-                    if (i + 1 < nst || !short_tail) {
-                        decode(so, 1, a0);
+                    auto take_turn = [&](int h) {
+                        decode(so, h, a0);
                         wg_turn_wait(wgi);
-                        issue(a0, lo + ((cf::half * cf::chunk_a) >> 4));
+                        issue(a0, lo + h * ((cf::half * cf::chunk_a) >> 4));
                         wg_turn_pass(wgi);
                         wg_wait<0>();
                         wg_fence_acc(acc);
-                    }
-                    if (lane == 0) wg_bar_arrive(&empty[s]);
-                    if (++s == kStages) {
-                        s = 0;
-                        phase ^= 1u;
-                    }
-                    continue;
-                }
-                decode(so, 0, a0);
-                issue(a0, lo);
-                wg_wait<1>(); /* the stage before is done */
-                wg_fence_acc(acc);
-                if (i > 0 && lane == 0) wg_bar_arrive(&empty[prev]);
-                if (i + 1 < nst || !short_tail) {
-                    decode(so, 1, a1);
-                    issue(a1, lo + ((cf::half * cf::chunk_a) >> 4));
-                    wg_wait<1>();
-                    wg_fence_acc(acc);
+                    };
+                    take_turn(0);
+                    if (i + 1 < nst || !short_tail) take_turn(1);
+                    if (lane == 0) wg_bar_arrive(&empty[s]); /* the stage's MMAs are complete */
                 } else {
-                    /* the unit's last stage, half of it: its MMAs read a0, which a next stage's decode
-                     * would write. No stage follows it, but ptxas cannot know that, and without this wait it
-                     * serialized every wgmma (C7513) once the decode lost its branch */
-                    wg_wait<0>();
+                    decode(so, 0, a0);
+                    issue(a0, lo);
+                    wg_wait<1>(); /* the stage before is done */
                     wg_fence_acc(acc);
+                    if (i > 0 && lane == 0) wg_bar_arrive(&empty[prev]);
+                    if (i + 1 < nst || !short_tail) {
+                        decode(so, 1, a1);
+                        issue(a1, lo + ((cf::half * cf::chunk_a) >> 4));
+                        wg_wait<1>();
+                        wg_fence_acc(acc);
+                    } else {
+                        /* the unit's last stage, half of it: its MMAs read a0, which a next stage's decode
+                         * would write. No stage follows it, but ptxas cannot know that, and without this
+                         * wait it serialized every wgmma (C7513) once the decode lost its branch */
+                        wg_wait<0>();
+                        wg_fence_acc(acc);
+                    }
                 }
                 prev = s;
                 if (++s == kStages) {
