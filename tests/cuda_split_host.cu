@@ -69,10 +69,10 @@ static qmm_test_wg wg_choose_of(int m, int strips, int chunks, int sm_count, con
         p.pairs = 0, p.half = 0;
     }
     variant_limits lim;
-    lim.wg_ok = lim.wg128_ok = lim.wg256_ok = true;
-    for (int r = 0; r < 3; r++) {
-        lim.wg[r].slots = slots[r];
-        for (int c = 1; c <= kWgClusterMax; c++) lim.wg[r].clusters[c] = clusters[r][c];
+    lim.wg_ok = lim.wg128_ok = lim.wg256_ok = lim.wg192_ok = true;
+    for (int r = 0; r < 4; r++) { /* 192-row CTAs (wg[3]): held as the 256-row ones, one per SM (12 warps) */
+        lim.wg[r].slots = slots[r < 3 ? r : 2];
+        for (int c = 1; c <= kWgClusterMax; c++) lim.wg[r].clusters[c] = clusters[r < 3 ? r : 2][c];
     }
     wg_plan plan;
     qmm_test_wg t;

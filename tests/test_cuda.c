@@ -28,7 +28,7 @@ static const qmm_dtype ctypes[3] = {QMM_DTYPE_FP32, QMM_DTYPE_BF16, QMM_DTYPE_FP
 /* Every path x format x M on odd shapes, with random types and epilogues per case. */
 static void test_paths_and_shapes(void)
 {
-    static const size_t ms[] = {1, 2, 3, 7, 16, 24, 33, 100, 200};
+    static const size_t ms[] = {1, 2, 3, 7, 16, 24, 33, 100, 150, 200};
     static const size_t nk[][2] = {{129, 200}, {40, 4111}, {301, 97}, {17, 1000}};
     static const qmm_path paths[4] = {QMM_PATH_AUTO, QMM_PATH_GEMV, QMM_PATH_FUSED, QMM_PATH_MATERIALIZE};
     char label[160];
@@ -67,8 +67,8 @@ static void test_paths_and_shapes(void)
  * gives block 0 of row 0 the scale 2^-27 and zeros A's first 32 columns, so the sums stay exact). Each
  * weight runs with rows of A at lda = K (unaligned for odd K: STEP
  * and WHOLE) and lda = K rounded up to 8 with NaN in the gap (PIPE, whose stages zero the columns past
- * K); K = 4133 splits K on the GEMV and fused paths; M = 24 takes the fused path's 32-row tiles, M = 200
- * (sm_90a) the WG variant's 256-row CTAs. NVFP4 and MXFP4 on the materialize path go through cuBLASLt's
+ * K); K = 4133 splits K on the GEMV and fused paths; M = 24 takes the fused path's 32-row tiles, M = 150
+ * and 200 (sm_90a) the WG variant's 192- and 256-row CTAs. NVFP4 and MXFP4 on the materialize path go through cuBLASLt's
  * own epilogue, whose order of operations is not this formula, so there it is left to the tolerance
  * checks. */
 static float exact_f32(volatile float x) { return x; } /* one rounding, no contraction across it */
@@ -78,7 +78,7 @@ static void exact_case(qmm_format f, size_t n, size_t k, int wide)
     static const uint8_t codes[9] = {0x00, 0x38, 0x40, 0x44, 0x48, 0xb8, 0xc0, 0xc4, 0xc8}; /* 0, +-1, 2, 3, 4 */
     static const float values[9] = {0, 1, 2, 3, 4, -1, -2, -3, -4};
     static const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
-    static const size_t ms[] = {1, 5, 16, 24, 33, 100, 200};
+    static const size_t ms[] = {1, 5, 16, 24, 33, 100, 150, 200};
     static const qmm_path paths[4] = {QMM_PATH_AUTO, QMM_PATH_GEMV, QMM_PATH_FUSED, QMM_PATH_MATERIALIZE};
     const int nv = f == QMM_FORMAT_NVFP4, mx = f == QMM_FORMAT_MXFP4;
     const size_t ldc = n + 3, mmax = 200, lda_max = (k + 7) / 8 * 8;
@@ -316,6 +316,30 @@ static void test_chunked_materialize(void)
     qmm_context_destroy(tiny);
 }
 
+/* The dispatcher's table (qmm__cuda_thresholds) on a small weight: the GEMV to M = 8, the fused path to
+ * M = 192, materialize past it; bf16 weights always on materialize. */
+static void test_dispatch_table(void)
+{
+    static const struct {
+        size_t m;
+        qmm_path want;
+    } rows[] = {{1, QMM_PATH_GEMV},     {8, QMM_PATH_GEMV},     {9, QMM_PATH_FUSED},
+                {192, QMM_PATH_FUSED},  {193, QMM_PATH_MATERIALIZE}, {4096, QMM_PATH_MATERIALIZE}};
+    for (int f = 0; f < 5; f++) {
+        qmm_weight w;
+        mm_random_weight(&w, formats[f], 300, 1000);
+        CHECK_OK(qmm_weight_prepare(ctx, &w));
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+            qmm_path path;
+            CHECK_OK(qmm_matmul_plan(ctx, rows[i].m, &w, &path));
+            const qmm_path want = formats[f] == QMM_FORMAT_BF16 ? QMM_PATH_MATERIALIZE : rows[i].want;
+            CHECK(path == want, "format %d M = %zu plans %s, want %s", (int)formats[f], rows[i].m, qmm_path_name(path),
+                  qmm_path_name(want));
+        }
+        qmm_weight_free(&w);
+    }
+}
+
 /* Weights the bit tricks cannot take run on materialize, exactly: an MXFP4 exponent range of 127,
  * and NVFP4 with a NaN block scale (its row is NaN, the others are right). */
 static void test_raw_encodings(void)
@@ -373,6 +397,8 @@ static void test_batch_invariance(void)
         mm_check_batch_invariance(ctx, formats[f], 300, 2000, 64, 100, "fused 64 vs 100 (WG 64- and 128-row CTAs)");
         /* and its 128-row CTAs against its 256-row ones (four M tiles, one wgmma m64n256k16) */
         mm_check_batch_invariance(ctx, formats[f], 300, 2000, 100, 200, "fused 100 vs 200 (WG 128- and 256-row CTAs)");
+        /* and its 192-row CTAs (three M tiles, one wgmma m64n192k16) */
+        mm_check_batch_invariance(ctx, formats[f], 300, 2000, 100, 150, "fused 100 vs 150 (WG 128- and 192-row CTAs)");
         /* FP8 takes the WG variant only over units of an even number of 32-column chunks (wg_choose), which
          * the two shapes above do not have (94 chunks in units of 9; 63): K = 2048 is 64 chunks in units
          * of 8, so FP8 runs WG there against 32-row tiles (PIPE, or WG where it takes them), and 64-
@@ -380,6 +406,7 @@ static void test_batch_invariance(void)
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 30, 40, "fused K = 2048 30 vs 40 (32- and 64-row tiles)");
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 64, 100, "fused K = 2048 64 vs 100 (WG 64 and 128 rows)");
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 100, 200, "fused K = 2048 100 vs 200 (WG 128 and 256 rows)");
+        mm_check_batch_invariance(ctx, formats[f], 300, 2048, 150, 200, "fused K = 2048 150 vs 200 (WG 192 and 256 rows)");
         /* the STEP variant: fp16 activations, and bf16 rows that are not 16-byte aligned */
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 1500, 300, 1500, 9, 70, "fused fp16 9 vs 70");
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_BF16, 1503, 300, 1501, 12, 40, "fused unaligned 12 vs 40");
@@ -569,6 +596,7 @@ int main(int argc, char **argv)
     if (full) {
         test_chunked_materialize();
         test_raw_encodings();
+        test_dispatch_table();
     }
     test_batch_invariance();
     if (full || wg) test_graph_capture();

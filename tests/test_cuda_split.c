@@ -105,7 +105,9 @@ static void check_default(int n, int k, int gemv_split, int fused_split, int coa
  * 18432): 48 clusters of five, 47 held; (4096, 14336): 32 of eight, 30 held); coarse 128-row units at
  * two or four M tiles where they take fewer waves for the same work ((6144, 18432) M = 256: three waves
  * against the fine plan's four, for twice the work, so not there); 256-row CTAs past two M tiles where
- * their plan takes one wave (not (6144, 18432) nor (28672, 8192), whose 240 and 224 CTAs take two). */
+ * their plan takes one wave (not (6144, 18432) nor (28672, 8192), whose 240 and 224 CTAs take two), 192-row
+ * ones (as many CTAs) at three M tiles, there also in two waves over long units ((28672, 8192), not the
+ * five units of 58 chunks of (6144, 18432)). */
 static void check_wg_plans(void)
 {
     static const long long slots[3] = {264, 132, 132};
@@ -116,7 +118,8 @@ static void check_wg_plans(void)
         int n, k, m, rows, cluster, splits, half;
     } want[] = {
         {8192, 28672, 64, 64, 4, 4, 0},   {8192, 28672, 128, 128, 2, 2, 112}, {8192, 28672, 256, 256, 2, 2, 112},
-        {8192, 28672, 192, 256, 2, 2, 112},
+        {8192, 28672, 192, 192, 2, 2, 112}, {8192, 28672, 129, 192, 2, 2, 112},
+        {28672, 8192, 160, 192, 1, 1, 0},   {6144, 18432, 160, 64, 0, 5, 0},
         {6144, 18432, 64, 64, 0, 5, 0},   {6144, 18432, 128, 64, 0, 5, 0},    {6144, 18432, 256, 64, 0, 5, 0},
         {4096, 14336, 64, 64, 0, 8, 0},   {4096, 14336, 128, 128, 0, 4, 28},  {4096, 14336, 256, 256, 0, 4, 28},
         {14336, 4096, 64, 64, 2, 2, 0},   {14336, 4096, 128, 128, 1, 1, 32},  {14336, 4096, 256, 256, 1, 1, 32},
@@ -148,7 +151,7 @@ static void check_wg_plans(void)
         int n, k, m, taken, rows, cluster, splits, half;
     } want8[] = {
         {8192, 28672, 64, 1, 64, 4, 4, 0}, {8192, 28672, 128, 1, 128, 2, 2, 224}, {28672, 8192, 128, 1, 128, 1, 1, 0},
-        {8192, 28672, 256, 1, 256, 2, 2, 224},
+        {8192, 28672, 256, 1, 256, 2, 2, 224}, {8192, 28672, 160, 1, 192, 2, 2, 224},
         {4096, 4112, 64, 0, 0, 0, 0, 0},   /* 129 chunks: the last unit odd */
         {4096, 14592, 64, 0, 0, 0, 0, 0},  /* 456 chunks in eight units of 57 */
     };

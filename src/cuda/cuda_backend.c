@@ -88,15 +88,20 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   135.5/141.8/172.6/177.9 against 165.2/171.7/188.5/186.0), so fused_large_elems went from 200 Mi to
  *   100 Mi elements. On the two shapes of 58.7 M elements materialize stays faster at M = 224 and 256
  *   (NVFP4 4096 x 14336 124.5 against 99.3 at 224) and level or slightly faster at 160 and 192 on 14336 x
- *   4096 (NVFP4 85.5 against 84.2), so fused_max_m stays 128. */
+ *   4096 (NVFP4 85.5 against 84.2), so fused_max_m stays 128.
+ * - With the WG variant's 192-row CTAs (2026-12-03, thirty-first session, call 2; one wgmma m64n192k16 per
+ *   k-tile for M = 129..192, wg_choose): on the two shapes of 58.7 M elements fused is faster than
+ *   materialize at M = 160 and 192 (NVFP4 4096 x 14336 82.1/90.9 against 86.4/92.8 us, 14336 x 4096
+ *   73.2/76.2 against 82.3/84.1; FP8 85.1/93.4 against 90.2/96.8 and 74.7/78.6 against 86.7/88.0), so
+ *   fused_max_m is 192. Past 192 (256-row CTAs) materialize stays faster there. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m;
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 128, (size_t)100 << 20, 256},
-    {QMM__ENC_MXFP4, 8, 128, (size_t)100 << 20, 256},
-    {QMM__ENC_FP8, 8, 128, (size_t)100 << 20, 256},
+    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256},
+    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256},
+    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)

@@ -201,8 +201,8 @@ constexpr bool has_gemv_early() { return NB == 1 && ENC != kEncFp8Half; }
 
 /* What a variant may use on one device: set up by setup_variant, once per device (launch_variant). */
 struct variant_limits {
-    bool pipe_ok = false, pdl_able = false, wg_ok = false, wg128_ok = false, wg256_ok = false;
-    wg_room wg[3]; /* what the device holds of the WG kernel of 8 * NB rows, and of 128 and 256 (NB = 8) */
+    bool pipe_ok = false, pdl_able = false, wg_ok = false, wg128_ok = false, wg256_ok = false, wg192_ok = false;
+    wg_room wg[4]; /* what the device holds of the WG kernel of 8 * NB rows, and of 128, 256 and 192 (NB = 8) */
     size_t whole_max = 0;
     size_t smem_sm = 0, smem_reserved = 0; /* shared memory per SM, and what the system takes per CTA */
     size_t optin = 0;                      /* shared memory a CTA may opt into */
@@ -264,6 +264,7 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
             if constexpr (NB == 8) {
                 lim.wg128_ok = lim.wg_ok && wg_setup<ENC, 128>(optin, sm_count, lim.wg[1]);
                 lim.wg256_ok = lim.wg_ok && wg_setup<ENC, 256>(optin, sm_count, lim.wg[2]);
+                lim.wg192_ok = lim.wg_ok && wg_setup<ENC, 192>(optin, sm_count, lim.wg[3]);
             }
         }
         (void)cudaGetLastError(); /* a failed query or setting only leaves the variant off */
@@ -406,20 +407,29 @@ static wg_plan wg_prefer_coarse(const wg_plan &plan, const mma_params &f, int ro
     return coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps ? c : plan;
 }
 static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_chunks, int wg_knob, int wg128_knob,
-                      int wg256_knob, int coarse_knob, int cl_knob, wg_plan &plan, int tile_rows = kWgRows)
+                      int wg256_knob, int coarse_knob, int cl_knob, wg_plan &plan, int tile_rows = kWgRows,
+                      int wg192_knob = 1)
 {
     const mma_params f = fine_units(p);
     /* units of whole half stages (mma_kernel_wg): for E4M3 an even number of chunks */
     const int hs = stage_chunks / 2;
     if (!lim.wg_ok || f.cps % hs != 0 || p.chunks % hs != 0) return false;
     if (tile_rows < kWgRows && wg_knob != 2 && f.splits > kWg32MaxSplits) return false;
-    /* 256-row CTAs past two M tiles where their plan takes one wave (wg256_knob 1), past one M tile (2)
-     * or two (3) whatever it takes, never (0); over fine or coarse units (wg_prefer_coarse) */
+    /* 256-row CTAs (192-row ones at three M tiles) past two M tiles where their plan takes one wave
+     * (wg256_knob 1), past one M tile (2) or two (3) whatever it takes, never (0); over fine or coarse
+     * units (wg_prefer_coarse) */
     if (wg_knob != 0 && wg256_knob != 0 && lim.wg256_ok && tile_rows == kWgRows &&
         p.mtiles >= (wg256_knob == 2 ? 2 : 3)) {
-        wg_plan w = wg_plan_of(f, 4 * kWgRows, lim.wg[2], cl_knob);
-        if (coarse_knob != 0) w = wg_prefer_coarse(w, f, 4 * kWgRows, lim.wg[2], stage_chunks, coarse_knob, cl_knob);
-        if (wg256_knob != 1 || w.waves == 1) {
+        /* three M tiles (M = 129..192): 192-row CTAs, the same CTAs as 256 rows with a quarter fewer MMAs,
+         * unless QMM_CUDA_WG192=0; also in more than one wave where the fine units are long (as for 128
+         * rows: 96 E2M1 chunks or more, or two or fewer units) */
+        const bool r192 = p.mtiles == 3 && lim.wg192_ok && wg192_knob != 0;
+        const int rows = r192 ? 3 * kWgRows : 4 * kWgRows;
+        const wg_room &room = lim.wg[r192 ? 3 : 2];
+        wg_plan w = wg_plan_of(f, rows, room, cl_knob);
+        if (coarse_knob != 0) w = wg_prefer_coarse(w, f, rows, room, stage_chunks, coarse_knob, cl_knob);
+        const bool long_units = f.cps >= 48 * stage_chunks || f.splits <= 2;
+        if (wg256_knob != 1 || w.waves == 1 || (r192 && long_units)) {
             plan = w;
             return true;
         }
@@ -577,18 +587,20 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         p.cps = (p.chunks + splits - 1) / splits;
         p.splits = (p.chunks + p.cps - 1) / p.cps;
     }
-    /* QMM_CUDA_WG, _WG128, _WG256, _WGCOARSE and _WGCL (knobs for tests and benchmarks, not for use; wg_choose
+    /* QMM_CUDA_WG, _WG128, _WG256, _WG192, _WGCOARSE and _WGCL (knobs for tests and benchmarks, not for use; wg_choose
      * says what each does) */
     static const int wg_knob = knob_int("QMM_CUDA_WG", 1), wg128_knob = knob_int("QMM_CUDA_WG128", 1),
-                     wg256_knob = knob_int("QMM_CUDA_WG256", 1), coarse_knob = knob_int("QMM_CUDA_WGCOARSE", 1),
+                     wg256_knob = knob_int("QMM_CUDA_WG256", 1), wg192_knob = knob_int("QMM_CUDA_WG192", 1),
+                     coarse_knob = knob_int("QMM_CUDA_WGCOARSE", 1),
                      cl_knob = knob_int("QMM_CUDA_WGCL", kWgClusterMax);
     if constexpr (has_wg<ENC, FP16A, NB>()) {
         wg_plan plan;
         if (wg_choose(p, lim, wg_stage_chunks<ENC>(), wg_knob, wg128_knob, wg256_knob, coarse_knob, cl_knob,
-                      plan, cfg::rows)) {
+                      plan, cfg::rows, wg192_knob)) {
             cudaError_t we;
             if constexpr (NB == 8)
                 we = plan.rows == 4 * kWgRows   ? launch_wg<ENC, 4 * kWgRows>(plan, partial_floats, s, pdl)
+                     : plan.rows == 3 * kWgRows ? launch_wg<ENC, 3 * kWgRows>(plan, partial_floats, s, pdl)
                      : plan.rows == 2 * kWgRows ? launch_wg<ENC, 2 * kWgRows>(plan, partial_floats, s, pdl)
                                                 : launch_wg<ENC, kWgRows>(plan, partial_floats, s, pdl);
             else

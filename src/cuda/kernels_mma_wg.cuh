@@ -1,5 +1,5 @@
 /* WG variant of the fused path (sm_90a): bf16 activations against NVFP4, MXFP4 and FP8 weights by wgmma
- * with the decoded weights as its register A operand, in CTAs of 32, 64, 128 or 256 rows of A (ROWS).
+ * with the decoded weights as its register A operand, in CTAs of 32, 64, 128, 192 or 256 rows of A (ROWS).
  *
  * A CTA of 9 warps owns 8 strips (128 weight rows, two warpgroups of 64) over one unit of K and one
  * group of M tiles (one of 32 or 64 rows, or two of 64: wg_config), as in the other variants
@@ -13,9 +13,10 @@
  * layout), and its warpgroup issues one wgmma m64nROWSk16 per k-tile; the next half stage is decoded
  * while the one before it multiplies (wgmma.wait_group 1). 32 and 64 rows (one of the fused path's 32-
  * or 64-row M tiles): two CTAs per SM, three stages; 128 rows (two 64-row M tiles): one CTA per SM,
- * four stages, each weight tile decoded once for both M tiles; 256 rows (four M tiles): one CTA per SM
- * of 12 warps (wg_threads: registers moved to the consumers by setmaxnreg), three E2M1 or two E4M3
- * stages, one buffer of A fragments per warp, the two warpgroups taking turns at the MMAs (wg_turn_wait).
+ * four stages, each weight tile decoded once for both M tiles; 192 and 256 rows (three or four M tiles):
+ * one CTA per SM of 12 warps (wg_threads: registers moved to the consumers by setmaxnreg), three stages
+ * (two for E4M3 at 256 rows), one buffer of A fragments per warp, the two warpgroups taking turns at the
+ * MMAs (wg_turn_wait).
  *
  * The activations are laid out first, by wg_stage_a, into the workspace past the partials in wgmma's
  * no-swizzle K-major order: per ROWS-row tile and chunk, eight 8-column groups, each of ROWS / 8 8-row
@@ -26,7 +27,7 @@
  * The end of a unit: where one wave of clusters holds them (wg_plan_of), the splits of one piece of W
  * run as one thread-block cluster and add their sums through distributed shared memory
  * (wg_reduce_cluster); otherwise as in the other variants, through partials in the workspace
- * (finish_unit). Coarse units (p.half > 0, CTAs of 128 or 256 rows only by the launcher's rule) restart
+ * (finish_unit). Coarse units (p.half > 0, CTAs of 128 rows or more only, by the launcher's rule) restart
  * their sum at the half as PIPE's do (pair_stash, pair_join).
  *
  * Bits: with the same unit of K and the same k-tile order per accumulator, wgmma's fp32 sums are those
@@ -64,7 +65,7 @@ namespace qmm_mma {
 constexpr int kWgStageK = 128;             /* columns of K per stage: two halves of four k-tiles */
 constexpr int kWgRows = 64;                /* rows of A per M tile of the fused path at NB = 8 (unit_of, finish_unit) */
 constexpr int kWgThreads = kThreads + 32;  /* two consumer warpgroups and the producer warp */
-/* Threads of a CTA of ROWS rows: 256 rows take the producer's whole warpgroup (its three other warps
+/* Threads of a CTA of ROWS rows: 192 and 256 rows take the producer's whole warpgroup (its three other warps
  * idle), so that the consumers can take 232 registers each by setmaxnreg, the producer's giving up theirs
  * (ptxas counts a CTA of 9 warps as 12 and gives it 168 registers, too few for 128 accumulators per
  * thread: it serialized the wgmmas) */
@@ -87,8 +88,8 @@ __host__ __device__ constexpr int wg_tile_rows(int rows) { return rows < kWgRows
  * decoded into four k-tiles' A fragments. */
 template <int ENC, int ROWS = kWgRows>
 struct wg_config {
-    static_assert(ROWS == 32 || ROWS == kWgRows || ROWS == 2 * kWgRows || ROWS == 4 * kWgRows,
-                  "CTAs of 32, 64, 128 or 256 rows");
+    static_assert(ROWS == 32 || ROWS == kWgRows || ROWS == 2 * kWgRows || ROWS == 3 * kWgRows || ROWS == 4 * kWgRows,
+                  "CTAs of 32, 64, 128, 192 or 256 rows");
     static constexpr int scale_tile = enc_traits<ENC>::scale_tile;
     static constexpr int tile_k = enc_traits<ENC>::tile_k;
     static constexpr int ktiles = tile_k / 16;     /* k-tiles of 16 columns per chunk */
@@ -100,12 +101,12 @@ struct wg_config {
     static constexpr int w_bytes = kWarps * chunks * 512;
     static constexpr int s_bytes = kWarps * chunks * scale_tile;
     static constexpr int stage = w_bytes + s_bytes + chunks * chunk_a;
-    /* 256 rows: as many stages as sm_90's 227 KB per CTA hold, at most three (E2M1 three of 74 KB, E4M3
-     * two of 80 KB) */
+    /* 192 and 256 rows: as many stages as sm_90's 227 KB per CTA hold, at most three (192 rows: E2M1
+     * three of 57 KB, E4M3 three of 64 KB; 256 rows: E2M1 three of 74 KB, E4M3 two of 80 KB) */
     static constexpr int fit = (kWgSmemMax - 64) / stage;
     static constexpr int stages = ROWS <= kWgRows ? 3 : ROWS == 2 * kWgRows ? 4 : fit < 3 ? fit : 3;
     static constexpr int bytes = stages * stage + 2 * stages * 8; /* and the mbarriers */
-    /* 256 rows: one buffer of A fragments, the warpgroups taking turns. At 232 registers two buffers
+    /* 192 and 256 rows: one buffer of A fragments, the warpgroups taking turns. At 232 registers two buffers
      * compile too (no spill, no serialization), but on the H200 they were level for E2M1 and 4-7% slower
      * for E4M3 (BENCHMARKS.md, thirtieth session, call 6) */
     static constexpr bool single = ROWS > 2 * kWgRows;
@@ -254,7 +255,7 @@ __device__ __forceinline__ void wg_fence_acc(float (&d)[N])
 /* the operand lists of wg_mma: accumulators d[b .. b + 15] */
 #define QMM_WG_D4(b) "+f"(d[b]), "+f"(d[(b) + 1]), "+f"(d[(b) + 2]), "+f"(d[(b) + 3])
 #define QMM_WG_D16(b) QMM_WG_D4(b), QMM_WG_D4((b) + 4), QMM_WG_D4((b) + 8), QMM_WG_D4((b) + 12)
-/* D (64 x N, fp32) += A (64 x 16 bf16, registers) * B (16 x N bf16, shared memory, K-major), N = 32, 64, 128, 256 */
+/* D (64 x N, fp32) += A (64 x 16 bf16, registers) * B (16 x N bf16, shared memory, K-major), N = 32, 64, 128, 192, 256 */
 template <int N>
 __device__ void wg_mma(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc);
 template <>
@@ -286,6 +287,21 @@ __device__ __forceinline__ void wg_mma<128>(float (&d)[64], const uint32_t (&a)[
                  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
                  "%56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
                  : QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+template <>
+__device__ __forceinline__ void wg_mma<192>(float (&d)[96], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, "
+                 "{%96, %97, %98, %99}, %100, p, 1, 1, 0;\n}\n"
+                 : QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48), QMM_WG_D16(64), QMM_WG_D16(80)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 template <>
