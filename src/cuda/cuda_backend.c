@@ -93,7 +93,8 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   k-tile for M = 129..192, wg_choose): on the two shapes of 58.7 M elements fused is faster than
  *   materialize at M = 160 and 192 (NVFP4 4096 x 14336 82.1/90.9 against 86.4/92.8 us, 14336 x 4096
  *   73.2/76.2 against 82.3/84.1; FP8 85.1/93.4 against 90.2/96.8 and 74.7/78.6 against 86.7/88.0), so
- *   fused_max_m is 192. Past 192 (256-row CTAs) materialize stays faster there. */
+ *   fused_max_m is 192. Past 192 (256-row CTAs) materialize stays faster there. The table is the H200's:
+ *   where the device has no sm_90a code the fused path at M = 129..192 runs PIPE, not measured there. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m;

@@ -1,8 +1,9 @@
 /* WG variant of the fused path (sm_90a): bf16 activations against NVFP4, MXFP4 and FP8 weights by wgmma
  * with the decoded weights as its register A operand, in CTAs of 32, 64, 128, 192 or 256 rows of A (ROWS).
  *
- * A CTA of 9 warps owns 8 strips (128 weight rows, two warpgroups of 64) over one unit of K and one
- * group of M tiles (one of 32 or 64 rows, or two of 64: wg_config), as in the other variants
+ * A CTA of 9 warps (12 at 192 and 256 rows) owns 8 strips (128 weight rows, two warpgroups of 64) over
+ * one unit of K and one group of M tiles (one of 32 or 64 rows, or two, three or four of 64: wg_config),
+ * as in the other variants
  * (unit_of). Warp 8 is the producer: it streams the strips' weight tiles and scales (the prepared
  * layout, README.md) and the group's activations into a ring of shared-memory stages of 128 columns of
  * K (wg_config), by bulk copies (one tensor copy of all 8 strips' weights and one of their scales where wg_maps has maps, else one
@@ -78,12 +79,13 @@ constexpr int kWgSmemMax = 227 * 1024;     /* dynamic shared memory a CTA may op
 template <int ENC>
 constexpr int wg_stage_chunks() { return kWgStageK / enc_traits<ENC>::tile_k; }
 
-/* Rows of A per M tile of a CTA of `rows` rows: the fused path's tile (32 or 64 rows), two of them at 128 */
+/* Rows of A per M tile of a CTA of `rows` rows: the fused path's tile (32 or 64 rows), two, three or four
+ * of them at 128, 192 and 256 */
 __host__ __device__ constexpr int wg_tile_rows(int rows) { return rows < kWgRows ? rows : kWgRows; }
 
 /* ROWS: rows of A per CTA, the N of its wgmma: 32 or 64 (one M tile of the fused path's 32- or 64-row
- * tiles, two CTAs per SM, three stages) or 128 (two 64-row M tiles, one wgmma m64n128k16 per k-tile, one
- * CTA per SM, four stages). A stage holds `chunks` chunks of each of the 8 strips (and their block
+ * tiles, two CTAs per SM, three stages), 128 (two 64-row M tiles, one wgmma m64n128k16 per k-tile, one
+ * CTA per SM, four stages), 192 or 256 (three or four M tiles, below). A stage holds `chunks` chunks of each of the 8 strips (and their block
  * scales, none for E4M3) and of A; each half of it, 64 columns (one E2M1 chunk or two E4M3 ones), is
  * decoded into four k-tiles' A fragments. */
 template <int ENC, int ROWS = kWgRows>
