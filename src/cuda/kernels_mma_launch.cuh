@@ -415,6 +415,8 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
     const int hs = stage_chunks / 2;
     if (!lim.wg_ok || f.cps % hs != 0 || p.chunks % hs != 0) return false;
     if (tile_rows < kWgRows && wg_knob != 2 && f.splits > kWg32MaxSplits) return false;
+    /* long units: 96 chunks of 64 columns (E2M1), 192 of 32 (E4M3), or two or fewer */
+    const bool long_units = f.cps >= 48 * stage_chunks || f.splits <= 2;
     /* 256-row CTAs (192-row ones at three M tiles) past two M tiles where their plan takes one wave
      * (wg256_knob 1), past one M tile (2) or two (3) whatever it takes, never (0); over fine or coarse
      * units (wg_prefer_coarse) */
@@ -422,23 +424,20 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
         p.mtiles >= (wg256_knob == 2 ? 2 : 3)) {
         /* three M tiles (M = 129..192): 192-row CTAs, the same CTAs as 256 rows with a quarter fewer MMAs,
          * unless QMM_CUDA_WG192=0; also in more than one wave where the fine units are long (as for 128
-         * rows: 96 E2M1 chunks or more, or two or fewer units) */
+         * rows) */
         const bool r192 = p.mtiles == 3 && lim.wg192_ok && wg192_knob != 0;
         const int rows = r192 ? 3 * kWgRows : 4 * kWgRows;
         const wg_room &room = lim.wg[r192 ? 3 : 2];
         wg_plan w = wg_plan_of(f, rows, room, cl_knob);
         if (coarse_knob != 0) w = wg_prefer_coarse(w, f, rows, room, stage_chunks, coarse_knob, cl_knob);
-        const bool long_units = f.cps >= 48 * stage_chunks || f.splits <= 2;
         if (wg256_knob != 1 || w.waves == 1 || (r192 && long_units)) {
             plan = w;
             return true;
         }
     }
-    /* 128-row CTAs at all: past one M tile, unless QMM_CUDA_WG128=0; long units: 96 chunks of 64 columns
-     * (E2M1), 192 of 32 (E4M3) */
+    /* 128-row CTAs at all: past one M tile, unless QMM_CUDA_WG128=0; at two M tiles over long units */
     const bool can128 = lim.wg128_ok && p.m > kWgRows && wg128_knob != 0;
-    const bool rows128 = can128 && (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 &&
-                                                        (f.cps >= 48 * stage_chunks || f.splits <= 2)));
+    const bool rows128 = can128 && (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && long_units));
     plan = wg_plan_of(f, rows128 ? 2 * kWgRows : tile_rows, lim.wg[rows128], cl_knob);
     if (can128 && (coarse_knob == 2 || (coarse_knob == 1 && (p.mtiles == 2 || p.mtiles == 4))))
         plan = wg_prefer_coarse(plan, f, 2 * kWgRows, lim.wg[1], stage_chunks, coarse_knob, cl_knob);

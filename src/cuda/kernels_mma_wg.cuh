@@ -254,76 +254,53 @@ __device__ __forceinline__ void wg_fence_acc(float (&d)[N])
 #pragma unroll
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
-/* the operand lists of wg_mma: accumulators d[b .. b + 15] */
+/* the operand lists of wg_mma: accumulators d[b .. b + 15], and their numbers in the instruction's text */
 #define QMM_WG_D4(b) "+f"(d[b]), "+f"(d[(b) + 1]), "+f"(d[(b) + 2]), "+f"(d[(b) + 3])
 #define QMM_WG_D16(b) QMM_WG_D4(b), QMM_WG_D4((b) + 4), QMM_WG_D4((b) + 8), QMM_WG_D4((b) + 12)
+#define QMM_WG_N0 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+#define QMM_WG_N16 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define QMM_WG_N32 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+#define QMM_WG_N48 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define QMM_WG_N64 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+#define QMM_WG_N80 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define QMM_WG_N96 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
+#define QMM_WG_N112 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 /* D (64 x N, fp32) += A (64 x 16 bf16, registers) * B (16 x N bf16, shared memory, K-major), N = 32, 64, 128, 192, 256 */
 template <int N>
 __device__ void wg_mma(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc);
-template <>
-__device__ __forceinline__ void wg_mma<32>(float (&d)[16], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
-                 "%10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
-                 : QMM_WG_D16(0)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-template <>
-__device__ __forceinline__ void wg_mma<64>(float (&d)[32], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
-                 "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, "
-                 "%28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-                 : QMM_WG_D16(0), QMM_WG_D16(16)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-template <>
-__device__ __forceinline__ void wg_mma<128>(float (&d)[64], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
-                 "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, "
-                 "%28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
-                 "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
-                 "%56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-                 : QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-template <>
-__device__ __forceinline__ void wg_mma<192>(float (&d)[96], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, "
-                 "{%96, %97, %98, %99}, %100, p, 1, 1, 0;\n}\n"
-                 : QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48), QMM_WG_D16(64), QMM_WG_D16(80)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-template <>
-__device__ __forceinline__ void wg_mma<256>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-                 "{%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
-                 : QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48), QMM_WG_D16(64), QMM_WG_D16(80),
-                   QMM_WG_D16(96), QMM_WG_D16(112)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
+/* wg_mma<N>: ACC the accumulators' operand numbers, A_DESC those of A's four registers and the descriptor,
+ * then the accumulators' operands */
+#define QMM_WG_MMA(N, ACC, A_DESC, ...)                                                                        \
+    template <>                                                                                                \
+    __device__ __forceinline__ void wg_mma<N>(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc)        \
+    {                                                                                                          \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" ACC "}, " A_DESC             \
+                     ", p, 1, 1, 0;\n}\n"                                                                      \
+                     : __VA_ARGS__                                                                             \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));                                 \
+    }
+QMM_WG_MMA(32, QMM_WG_N0, "{%16, %17, %18, %19}, %20", QMM_WG_D16(0))
+QMM_WG_MMA(64, QMM_WG_N0 ", " QMM_WG_N16, "{%32, %33, %34, %35}, %36", QMM_WG_D16(0), QMM_WG_D16(16))
+QMM_WG_MMA(128, QMM_WG_N0 ", " QMM_WG_N16 ", " QMM_WG_N32 ", " QMM_WG_N48, "{%64, %65, %66, %67}, %68",
+           QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48))
+QMM_WG_MMA(192, QMM_WG_N0 ", " QMM_WG_N16 ", " QMM_WG_N32 ", " QMM_WG_N48 ", " QMM_WG_N64 ", " QMM_WG_N80,
+           "{%96, %97, %98, %99}, %100", QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48), QMM_WG_D16(64),
+           QMM_WG_D16(80))
+QMM_WG_MMA(256,
+           QMM_WG_N0 ", " QMM_WG_N16 ", " QMM_WG_N32 ", " QMM_WG_N48 ", " QMM_WG_N64 ", " QMM_WG_N80 ", " QMM_WG_N96
+                     ", " QMM_WG_N112,
+           "{%128, %129, %130, %131}, %132", QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48),
+           QMM_WG_D16(64), QMM_WG_D16(80), QMM_WG_D16(96), QMM_WG_D16(112))
+#undef QMM_WG_MMA
+#undef QMM_WG_N0
+#undef QMM_WG_N16
+#undef QMM_WG_N32
+#undef QMM_WG_N48
+#undef QMM_WG_N64
+#undef QMM_WG_N80
+#undef QMM_WG_N96
+#undef QMM_WG_N112
 #undef QMM_WG_D16
 #undef QMM_WG_D4
 
