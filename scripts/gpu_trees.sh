@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Several source trees in one call on the lent GPU machine, to save the cold starts and builds of one
 # call per branch. The trees sit in exp/NAME (ignored by git; export a branch with `mkdir -p exp/NAME &&
-# git archive BRANCH | tar -x -C exp/NAME` and pass `exp` to the device tool's carry). All trees are
+# git archive BRANCH | tar -x -C exp/NAME` and pass `exp` to the device tool's carry; a patch goes in
+# with `git apply --directory=exp/NAME PATCH` from the repository root: `cd exp/NAME && git apply` applies
+# nothing, because exp/ lies inside the work tree and git skips paths outside the current folder). All trees are
 # built at once (sm_90a, the cores shared), then each tree's command runs inside it, one after another
 # so that no two benchmarks share the GPU, with OUT=$OUT/NAME; everything comes back as one archive
 # (trees.tgz, gpu_bundle).
