@@ -14,6 +14,17 @@ set -uo pipefail
 top=$(cd "$OUT" && pwd)
 jobs=$(( $(nproc) / $# )); [ "$jobs" -lt 2 ] && jobs=2
 stamp "build $# trees, $jobs jobs each"
+# each tree's sources against the first tree's: a tree that differs in nothing is named, because an A/B
+# whose patch was never applied looks like a result (the thirty-second session's calls 1-2); an A/A run
+# on purpose may ignore it
+first=
+for spec in "$@"; do
+  name=${spec%%|*}
+  [ -d "exp/$name" ] || continue
+  if [ -z "$first" ]; then first=$name
+  elif diff -rq -x build-gpu "exp/$first" "exp/$name" > /dev/null; then echo "note: exp/$name is the same source as exp/$first"
+  fi
+done
 for spec in "$@"; do
   name=${spec%%|*}
   [ -d "exp/$name" ] || { echo "no tree exp/$name"; continue; }
