@@ -53,7 +53,7 @@ extern "C" qmm_test_division qmm_test_tall_split(int nb, int m, int strips, int 
 
 /* qmm_test_wg_choose for the encoding ENC (its split's steps and its WG stages). */
 template <int ENC>
-static qmm_test_wg wg_choose_of(int m, int strips, int chunks, int sm_count, const long long slots[3], const int clusters[3][9])
+static qmm_test_wg wg_choose_of(int m, int strips, int chunks, int sm_count, const long long slots[4], const int clusters[4][9])
 {
     mma_params p = {};
     p.m = m;
@@ -69,20 +69,19 @@ static qmm_test_wg wg_choose_of(int m, int strips, int chunks, int sm_count, con
         p.pairs = 0, p.half = 0;
     }
     variant_limits lim;
-    lim.wg_ok = lim.wg128_ok = lim.wg256_ok = lim.wg192_ok = true;
-    for (int r = 0; r < 4; r++) { /* 192-row CTAs (wg[3]): held as the 256-row ones, one per SM (12 warps) */
-        lim.wg[r].slots = slots[r < 3 ? r : 2];
-        for (int c = 1; c <= kWgClusterMax; c++) lim.wg[r].clusters[c] = clusters[r < 3 ? r : 2][c];
+    for (int r = 0; r < 4; r++) {
+        lim.wg[r].slots = slots[r];
+        for (int c = 1; c <= kWgClusterMax; c++) lim.wg[r].clusters[c] = clusters[r][c];
     }
     wg_plan plan;
     qmm_test_wg t;
-    t.taken = wg_choose(p, lim, wg_stage_chunks<ENC>(), 1, 1, 1, 1, kWgClusterMax, plan, rows);
+    t.taken = wg_choose(p, lim, wg_stage_chunks<ENC>(), wg_knobs{}, plan, rows);
     t.rows = plan.rows, t.cluster = plan.cluster, t.splits = plan.p.splits, t.half = plan.p.half;
     return t;
 }
 
-extern "C" qmm_test_wg qmm_test_wg_choose(int fp8, int m, int strips, int chunks, int sm_count, const long long slots[3],
-                                          const int clusters[3][9])
+extern "C" qmm_test_wg qmm_test_wg_choose(int fp8, int m, int strips, int chunks, int sm_count, const long long slots[4],
+                                          const int clusters[4][9])
 {
     return fp8 ? wg_choose_of<QMM__ENC_FP8>(m, strips, chunks, sm_count, slots, clusters)
                : wg_choose_of<QMM__ENC_NVFP4>(m, strips, chunks, sm_count, slots, clusters);

@@ -24,14 +24,14 @@ qmm_test_division qmm_test_tall_split(int nb, int m, int strips, int chunks, int
 
 /* What wg_choose decided for the division that launch_variant makes at 64-row tiles (NVFP4, or FP8
  * where fp8, whose chunks are 32 columns; bf16 A, default knobs, a workspace large enough) on a device
- * that holds slots[r] CTAs of the WG kernel of 64 (r = 0), 128 (r = 1) and 256 (r = 2) rows, and
- * clusters[r][c] clusters of c CTAs (c = 1..8): taken (the WG variant runs), the rows of its CTAs (32,
- * 64, 128 or 256), the cluster (0: none) and the division (units, half or 0). */
+ * that holds slots[r] CTAs of the WG kernel of 64 (r = 0), 128 (r = 1), 192 (r = 2) and 256 (r = 3) rows,
+ * and clusters[r][c] clusters of c CTAs (c = 1..8): taken (the WG variant runs), the rows of its CTAs (32,
+ * 64, 128, 192 or 256), the cluster (0: none) and the division (units, half or 0). */
 typedef struct qmm_test_wg {
     int taken, rows, cluster, splits, half;
 } qmm_test_wg;
-qmm_test_wg qmm_test_wg_choose(int fp8, int m, int strips, int chunks, int sm_count, const long long slots[3],
-                               const int clusters[3][9]);
+qmm_test_wg qmm_test_wg_choose(int fp8, int m, int strips, int chunks, int sm_count, const long long slots[4],
+                               const int clusters[4][9]);
 
 #ifdef __cplusplus
 }

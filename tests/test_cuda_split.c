@@ -110,8 +110,10 @@ static void check_default(int n, int k, int gemv_split, int fused_split, int coa
  * five units of 58 chunks of (6144, 18432)). */
 static void check_wg_plans(void)
 {
-    static const long long slots[3] = {264, 132, 132};
-    static const int clusters[3][9] = {{0, 264, 132, 83, 66, 47, 39, 32, 30},
+    /* 64, 128, 192 and 256 rows: two CTAs per SM at 64 rows, one at 128 and more (192 and 256 rows: 12 warps) */
+    static const long long slots[4] = {264, 132, 132, 132};
+    static const int clusters[4][9] = {{0, 264, 132, 83, 66, 47, 39, 32, 30},
+                                       {0, 132, 66, 39, 30, 22, 17, 15, 15},
                                        {0, 132, 66, 39, 30, 22, 17, 15, 15},
                                        {0, 132, 66, 39, 30, 22, 17, 15, 15}};
     static const struct {

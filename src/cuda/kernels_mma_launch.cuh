@@ -152,17 +152,22 @@ static cudaError_t launch_wg_kernel(long long grid, cudaStream_t s, int cluster,
 }
 
 /* What the device holds of the WG kernel of one height at once (wg_setup): `slots` CTAs without
- * clusters, and clusters[c] clusters of c CTAs (c = 1..kWgClusterMax; 0 where it cannot run them). */
+ * clusters (none: that kernel does not run), and clusters[c] clusters of c CTAs (c = 1..kWgClusterMax; 0
+ * where it cannot run them). */
 struct wg_room {
     long long slots = 0;
     int clusters[kWgClusterMax + 1] = {};
+    bool ok() const { return slots > 0; }
 };
+/* variant_limits::wg's index of the room of CTAs of `rows` rows: 0 for the fused path's tile (32 or 64 rows),
+ * 1, 2, 3 for two, three, four 64-row M tiles */
+constexpr int wg_room_index(int rows) { return rows <= kWgRows ? 0 : rows / kWgRows - 1; }
 
 /* The shared-memory limits of the WG kernels of ROWS rows (with and without clusters) raised, and what the
  * device holds of them (room; no clusters where the clustered form cannot take its shared memory or a
- * query fails); false where the unclustered form cannot run. */
+ * query fails; no slots where the unclustered form cannot run). */
 template <int ENC, int ROWS>
-static bool wg_setup(int optin, int sm_count, wg_room &room)
+static void wg_setup(int optin, int sm_count, wg_room &room)
 {
     constexpr int bytes = wg_config<ENC, ROWS>::bytes;
     int per_sm = 0;
@@ -171,7 +176,7 @@ static bool wg_setup(int optin, int sm_count, wg_room &room)
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mma_kernel_wg<ENC, ROWS, false>, wg_threads<ROWS>(), bytes) !=
             cudaSuccess ||
         per_sm < 1)
-        return false;
+        return;
     room.slots = (long long)per_sm * sm_count;
     if (cudaFuncSetAttribute(mma_kernel_wg<ENC, ROWS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess)
         for (int c = 1; c <= kWgClusterMax; c++) {
@@ -182,7 +187,6 @@ static bool wg_setup(int optin, int sm_count, wg_room &room)
             room.clusters[c] = n;
         }
     (void)cudaGetLastError(); /* a failed query only leaves clusters off */
-    return true;
 }
 
 /* Whether launch_variant's instance for (ENC, FP16A, NB) has the WG variant: bf16 activations, 32- or
@@ -201,8 +205,10 @@ constexpr bool has_gemv_early() { return NB == 1 && ENC != kEncFp8Half; }
 
 /* What a variant may use on one device: set up by setup_variant, once per device (launch_variant). */
 struct variant_limits {
-    bool pipe_ok = false, pdl_able = false, wg_ok = false, wg128_ok = false, wg256_ok = false, wg192_ok = false;
-    wg_room wg[4]; /* what the device holds of the WG kernel of 8 * NB rows, and of 128, 256 and 192 (NB = 8) */
+    bool pipe_ok = false, pdl_able = false;
+    /* what the device holds of the WG kernel of 8 * NB rows (wg[0]), and at NB = 8 of 128, 192 and 256
+     * rows (wg[1..3]: wg_room_index) */
+    wg_room wg[4];
     size_t whole_max = 0;
     size_t smem_sm = 0, smem_reserved = 0; /* shared memory per SM, and what the system takes per CTA */
     size_t optin = 0;                      /* shared memory a CTA may opt into */
@@ -260,12 +266,13 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
         cudaFuncAttributes wa;
         if (e == cudaSuccess && major == 9 && cudaFuncGetAttributes(&wa, mma_kernel_wg<ENC>) == cudaSuccess &&
             wa.ptxVersion == 90) {
-            lim.wg_ok = wg_setup<ENC, 8 * NB>(optin, sm_count, lim.wg[0]);
-            if constexpr (NB == 8) {
-                lim.wg128_ok = lim.wg_ok && wg_setup<ENC, 128>(optin, sm_count, lim.wg[1]);
-                lim.wg256_ok = lim.wg_ok && wg_setup<ENC, 256>(optin, sm_count, lim.wg[2]);
-                lim.wg192_ok = lim.wg_ok && wg_setup<ENC, 192>(optin, sm_count, lim.wg[3]);
-            }
+            wg_setup<ENC, 8 * NB>(optin, sm_count, lim.wg[0]);
+            if constexpr (NB == 8)
+                if (lim.wg[0].ok()) {
+                    wg_setup<ENC, 2 * kWgRows>(optin, sm_count, lim.wg[wg_room_index(2 * kWgRows)]);
+                    wg_setup<ENC, 3 * kWgRows>(optin, sm_count, lim.wg[wg_room_index(3 * kWgRows)]);
+                    wg_setup<ENC, 4 * kWgRows>(optin, sm_count, lim.wg[wg_room_index(4 * kWgRows)]);
+                }
         }
         (void)cudaGetLastError(); /* a failed query or setting only leaves the variant off */
     }
@@ -406,28 +413,34 @@ static wg_plan wg_prefer_coarse(const wg_plan &plan, const mma_params &f, int ro
     const wg_plan c = wg_plan_of(coarse_units(f), rows, room, cl_knob);
     return coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps ? c : plan;
 }
-static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_chunks, int wg_knob, int wg128_knob,
-                      int wg256_knob, int coarse_knob, int cl_knob, wg_plan &plan, int tile_rows = kWgRows,
-                      int wg192_knob = 1)
+/* The WG variant's knobs for tests and benchmarks, not for use (launch_variant reads them from QMM_CUDA_WG,
+ * _WG128, _WG192, _WG256, _WGCOARSE and _WGCL; wg_choose says what each does): the defaults are the rule. */
+struct wg_knobs {
+    int wg = 1, wg128 = 1, wg192 = 1, wg256 = 1, coarse = 1, cl = kWgClusterMax;
+};
+static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_chunks, const wg_knobs &k, wg_plan &plan,
+                      int tile_rows = kWgRows)
 {
+    const int wg_knob = k.wg, wg128_knob = k.wg128, wg192_knob = k.wg192, wg256_knob = k.wg256, coarse_knob = k.coarse,
+              cl_knob = k.cl;
     const mma_params f = fine_units(p);
     /* units of whole half stages (mma_kernel_wg): for E4M3 an even number of chunks */
     const int hs = stage_chunks / 2;
-    if (!lim.wg_ok || f.cps % hs != 0 || p.chunks % hs != 0) return false;
+    if (!lim.wg[0].ok() || f.cps % hs != 0 || p.chunks % hs != 0) return false;
     if (tile_rows < kWgRows && wg_knob != 2 && f.splits > kWg32MaxSplits) return false;
     /* long units: 96 chunks of 64 columns (E2M1), 192 of 32 (E4M3), or two or fewer */
     const bool long_units = f.cps >= 48 * stage_chunks || f.splits <= 2;
     /* 256-row CTAs (192-row ones at three M tiles) past two M tiles where their plan takes one wave
      * (wg256_knob 1), past one M tile (2) or two (3) whatever it takes, never (0); over fine or coarse
      * units (wg_prefer_coarse) */
-    if (wg_knob != 0 && wg256_knob != 0 && lim.wg256_ok && tile_rows == kWgRows &&
+    if (wg_knob != 0 && wg256_knob != 0 && lim.wg[wg_room_index(4 * kWgRows)].ok() && tile_rows == kWgRows &&
         p.mtiles >= (wg256_knob == 2 ? 2 : 3)) {
         /* three M tiles (M = 129..192): 192-row CTAs, the same CTAs as 256 rows with a quarter fewer MMAs,
          * unless QMM_CUDA_WG192=0; also in more than one wave where the fine units are long (as for 128
          * rows) */
-        const bool r192 = p.mtiles == 3 && lim.wg192_ok && wg192_knob != 0;
+        const bool r192 = p.mtiles == 3 && lim.wg[wg_room_index(3 * kWgRows)].ok() && wg192_knob != 0;
         const int rows = r192 ? 3 * kWgRows : 4 * kWgRows;
-        const wg_room &room = lim.wg[r192 ? 3 : 2];
+        const wg_room &room = lim.wg[wg_room_index(rows)];
         wg_plan w = wg_plan_of(f, rows, room, cl_knob);
         if (coarse_knob != 0) w = wg_prefer_coarse(w, f, rows, room, stage_chunks, coarse_knob, cl_knob);
         if (wg256_knob != 1 || w.waves == 1 || (r192 && long_units)) {
@@ -436,11 +449,13 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
         }
     }
     /* 128-row CTAs at all: past one M tile, unless QMM_CUDA_WG128=0; at two M tiles over long units */
-    const bool can128 = lim.wg128_ok && p.m > kWgRows && wg128_knob != 0;
+    const bool can128 = lim.wg[wg_room_index(2 * kWgRows)].ok() && p.m > kWgRows && wg128_knob != 0;
     const bool rows128 = can128 && (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && long_units));
-    plan = wg_plan_of(f, rows128 ? 2 * kWgRows : tile_rows, lim.wg[rows128], cl_knob);
+    const int rows = rows128 ? 2 * kWgRows : tile_rows;
+    plan = wg_plan_of(f, rows, lim.wg[wg_room_index(rows)], cl_knob);
     if (can128 && (coarse_knob == 2 || (coarse_knob == 1 && (p.mtiles == 2 || p.mtiles == 4))))
-        plan = wg_prefer_coarse(plan, f, 2 * kWgRows, lim.wg[1], stage_chunks, coarse_knob, cl_knob);
+        plan = wg_prefer_coarse(plan, f, 2 * kWgRows, lim.wg[wg_room_index(2 * kWgRows)], stage_chunks, coarse_knob,
+                                cl_knob);
     return wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || plan.rows > kWgRows));
 }
 
@@ -586,16 +601,12 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
         p.cps = (p.chunks + splits - 1) / splits;
         p.splits = (p.chunks + p.cps - 1) / p.cps;
     }
-    /* QMM_CUDA_WG, _WG128, _WG256, _WG192, _WGCOARSE and _WGCL (knobs for tests and benchmarks, not for use; wg_choose
-     * says what each does) */
-    static const int wg_knob = knob_int("QMM_CUDA_WG", 1), wg128_knob = knob_int("QMM_CUDA_WG128", 1),
-                     wg256_knob = knob_int("QMM_CUDA_WG256", 1), wg192_knob = knob_int("QMM_CUDA_WG192", 1),
-                     coarse_knob = knob_int("QMM_CUDA_WGCOARSE", 1),
-                     cl_knob = knob_int("QMM_CUDA_WGCL", kWgClusterMax);
+    static const wg_knobs knobs = {knob_int("QMM_CUDA_WG", 1),        knob_int("QMM_CUDA_WG128", 1),
+                                   knob_int("QMM_CUDA_WG192", 1),     knob_int("QMM_CUDA_WG256", 1),
+                                   knob_int("QMM_CUDA_WGCOARSE", 1),  knob_int("QMM_CUDA_WGCL", kWgClusterMax)};
     if constexpr (has_wg<ENC, FP16A, NB>()) {
         wg_plan plan;
-        if (wg_choose(p, lim, wg_stage_chunks<ENC>(), wg_knob, wg128_knob, wg256_knob, coarse_knob, cl_knob,
-                      plan, cfg::rows, wg192_knob)) {
+        if (wg_choose(p, lim, wg_stage_chunks<ENC>(), knobs, plan, cfg::rows)) {
             cudaError_t we;
             if constexpr (NB == 8)
                 we = plan.rows == 4 * kWgRows   ? launch_wg<ENC, 4 * kWgRows>(plan, partial_floats, s, pdl)
