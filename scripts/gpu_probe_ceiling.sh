@@ -9,7 +9,7 @@ set -uo pipefail
 . "$(dirname "$0")/gpu_lib.sh"
 for p in decode_ceiling wgmma_rate; do
   stamp "build $p"
-  nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc -Iinclude "scripts/probes/$p.cu" \
+  nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc -Iinclude -Iscripts/probes "scripts/probes/$p.cu" \
       -o "/tmp/$p" > "$OUT/probe_${p}_build.log" 2>&1 || { cat "$OUT/probe_${p}_build.log"; continue; }
   stamp "run $p"
   timeout 120 "/tmp/$p" 2>&1 | tee "$OUT/probe_$p.txt"

@@ -16,7 +16,7 @@
  * bandwidth is a device-to-device cudaMemcpy of 256 MB in the same process, counted as bytes read plus
  * written, as `qmm bench` counts it. Prints one line per configuration with ptxas's registers and spill
  * bytes and the CTAs per SM the device holds. Checks: the XOR fold of MODE 0 against the host's.
- * Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc -Iinclude
+ * Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc -Iinclude -Iscripts/probes
  * scripts/probes/decode_ceiling.cu */
 #include <cuda_runtime.h>
 
@@ -26,17 +26,10 @@
 #include <vector>
 
 #include "cuda/kernels_mma_tile.cuh"
+#include "probe_check.cuh"
 
 using namespace qmm_mma;
 
-#define CK(x)                                                                                                      \
-    do {                                                                                                           \
-        cudaError_t e_ = (x);                                                                                      \
-        if (e_ != cudaSuccess) {                                                                                   \
-            std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);                   \
-            std::exit(1);                                                                                          \
-        }                                                                                                          \
-    } while (0)
 
 constexpr int kStrips = 8192 / 16, kK = 28672, kCopies = 5;
 template <int ENC>

@@ -12,7 +12,8 @@
  * Prints the SM cycles per wgmma per SM (clock64 over the loop, CTA 0..131's median, divided by the
  * wgmmas the SM ran) and the ideal (N / 2 cycles: 4096 bf16 FLOP per cycle per SM), and the sums' check
  * (A and B of ones: every accumulator equals 16 x 4 x iters).
- * Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc -Iinclude scripts/probes/wgmma_rate.cu */
+ * Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc -Iinclude -Iscripts/probes
+ * scripts/probes/wgmma_rate.cu */
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,17 +22,10 @@
 #include <vector>
 
 #include "cuda/kernels_mma_wg.cuh"
+#include "probe_check.cuh"
 
 using namespace qmm_mma;
 
-#define CK(x)                                                                                                      \
-    do {                                                                                                           \
-        cudaError_t e_ = (x);                                                                                      \
-        if (e_ != cudaSuccess) {                                                                                   \
-            std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);                   \
-            std::exit(1);                                                                                          \
-        }                                                                                                          \
-    } while (0)
 
 /* m64n16k16, which the library does not use */
 __device__ __forceinline__ void mma16(float (&d)[8], const uint32_t (&a)[4], uint64_t desc)

@@ -32,17 +32,10 @@
 
 #include "cuda/kernels_mma_wg.cuh" /* the library's mbarrier helpers and tile decode */
 #include "wgmma_rs_ops.cuh"
+#include "probe_check.cuh"
 
 using namespace qmm_mma;
 
-#define CK(x)                                                                                                      \
-    do {                                                                                                           \
-        cudaError_t e_ = (x);                                                                                      \
-        if (e_ != cudaSuccess) {                                                                                   \
-            std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);                   \
-            std::exit(1);                                                                                          \
-        }                                                                                                          \
-    } while (0)
 
 constexpr int CH = 2; /* chunks (64 columns of K) per stage */
 
