@@ -11,7 +11,8 @@
  *   CHAINS 2: two accumulator sets taking turns by group, wait_group 1 (two independent chains).
  * Prints the SM cycles per wgmma per SM (clock64 over the loop, CTA 0..131's median, divided by the
  * wgmmas the SM ran) and the ideal (N / 2 cycles: 4096 bf16 FLOP per cycle per SM), and the sums' check
- * (A and B of ones: every accumulator equals 16 x 4 x iters).
+ * (A and B of ones: each wgmma adds 16 to every accumulator, so each thread's accumulators sum to
+ * 16 x 4 x iters x N / 2 over both chains).
  * Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc -Iinclude -Iscripts/probes
  * scripts/probes/wgmma_rate.cu */
 #include <cuda_runtime.h>
