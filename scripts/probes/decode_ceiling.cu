@@ -1,18 +1,18 @@
 /* Probe, not part of qmm (BENCHMARKS.md, thirty-third session; run with scripts/gpu_probe_ceiling.sh): how
- * fast can a register-ring kernel stream NVFP4 weights of (8192, 28672) through the library's own decode
- * and MMAs, with nothing else in the way: no activations staged (the B fragments come from a small
+ * fast can a register-ring kernel stream NVFP4 and FP8 weights of (8192, 28672) through the library's
+ * own decode and MMAs, with nothing else in the way: no activations staged (the B fragments come from a small
  * shared buffer that never changes), no split-K reduction, no epilogue, one wave of CTAs?
  *
- * A CTA of 8 warps owns 8 strips (qmm's prepared layout: 16 rows x 64 columns per 512-byte tile, a
- * strip's tiles contiguous) over one of S equal ranges of K; each lane keeps the next D tiles and their
+ * A CTA of 8 warps owns 8 strips (qmm's prepared layout: 16 rows x 64 columns per 512-byte tile for E2M1,
+ * x 32 for E4M3, a strip's tiles contiguous) over one of S equal ranges of K; each lane keeps the next D tiles and their
  * scale words in registers and reloads a slot after its tile is computed (the library's ring, with the
  * same two loops: turns without tests while a whole turn follows, then a tail). Per tile, by MODE:
  *   0  loads only: the words and scale words folded by XOR (the ceiling of the access pattern);
- *   1  loads and the decode (factors_of, decode_ktile of the four k-tiles), the fragments folded by XOR;
+ *   1  loads and the decode (factors_of, decode_ktile of the tile's k-tiles), the fragments folded by XOR;
  *   2  loads, decode and MMAs: compute_tile_b with NB groups of 8 rows of A (mma.m16n8k16 x 4 k-tiles x NB),
  *      the B fragments read from shared memory by 16-byte loads as WHOLE reads them.
- * Each configuration is timed over five copies of the weights (620 MB, rotated, larger than the 50 MB
- * L2): the median of 30 launches after 5. The bandwidth counts the weights and their scales; the copy
+ * Each configuration is timed over five copies of the weights (rotated; 1.17 GB at FP8's size, far larger
+ * than the 50 MB L2): the median of 30 launches after 5. The bandwidth counts the weights and their scales; the copy
  * bandwidth is a device-to-device cudaMemcpy of 256 MB in the same process, counted as bytes read plus
  * written, as `qmm bench` counts it. Prints one line per configuration with ptxas's registers and spill
  * bytes and the CTAs per SM the device holds. Checks: the XOR fold of MODE 0 against the host's.
@@ -29,7 +29,6 @@
 #include "probe_check.cuh"
 
 using namespace qmm_mma;
-
 
 constexpr int kStrips = 8192 / 16, kK = 28672, kCopies = 5;
 template <int ENC>

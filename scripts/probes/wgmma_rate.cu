@@ -27,7 +27,6 @@
 
 using namespace qmm_mma;
 
-
 /* m64n16k16, which the library does not use */
 __device__ __forceinline__ void mma16(float (&d)[8], const uint32_t (&a)[4], uint64_t desc)
 {

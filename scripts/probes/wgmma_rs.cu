@@ -36,7 +36,6 @@
 
 using namespace qmm_mma;
 
-
 constexpr int CH = 2; /* chunks (64 columns of K) per stage */
 
 template <int MT, int NWG = 2>
