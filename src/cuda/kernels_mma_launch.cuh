@@ -374,7 +374,7 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
  *   run as their fine halves there, twice the CTAs). On the H200 (BENCHMARKS.md, fifteenth session) it
  *   ran M = 33 and 64 1-26% faster than PIPE on every default shape (NVFP4 (8192, 28672) M = 64 123.1 ->
  *   105.0 us), and M = 100..128 12-21% faster where there are no coarse units, but up to 22% slower
- *   than PIPE's coarse units ((14336, 4096) M = 128 68.9 -> 88.3). wg_knob (QMM_CUDA_WG): 0 off, 2 also
+ *   than PIPE's coarse units ((14336, 4096) M = 128 68.9 -> 88.3). k.wg (QMM_CUDA_WG): 0 off, 2 also
  *   where there are coarse units. Either way the bits are those of PIPE.
  * - Its 128-row CTAs (two M tiles, one wgmma m64n128k16 per k-tile, one CTA per SM) for M = 65..128,
  *   also where the division has coarse units, over its fine units where they are long (96 chunks or
@@ -382,7 +382,7 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
  *   session) against 64-row CTAs or PIPE's coarse units: (8192, 28672) M = 65..128 11-22% faster (M = 65
  *   215.5 -> 166.4 us), (28672, 8192) 6-11%, (14336, 4096) level to 6% faster; over short and many fine
  *   units it lost ((4096, 14336), eight splits of 28 chunks: M = 128 77.0 -> 95.0; (6144, 18432), five
- *   of 58: 121.8 -> 136.8), and at M = 192 and 256 on most shapes. wg128_knob (QMM_CUDA_WG128): 0 keeps
+ *   of 58: 121.8 -> 136.8), and at M = 192 and 256 on most shapes. k.wg128 (QMM_CUDA_WG128): 0 keeps
  *   64-row CTAs, 2 takes 128-row ones for every M > 64.
  * - 128-row CTAs over coarse units (two fine splits each, the sum restarting at the half: the same bits)
  *   where their waves times their units' length is no more than the fine plan's: fewer waves for the
@@ -393,70 +393,67 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
  *   default shape; at four (M = 193..256) it beat PIPE's plan wherever this rule takes it ((8192,
  *   28672) M = 224..256 280 against 424-428 us; (4096, 14336) and (14336, 4096) M = 256 144.2 against
  *   155.5 and 127.7 against 132.9) and lost where it does not ((6144, 18432): 236.9 against 208.7).
- *   coarse_knob (QMM_CUDA_WGCOARSE): 2 wherever the fine units have pairs and M > 64, 0 never.
- * - cl_knob (QMM_CUDA_WGCL): the largest cluster (wg_plan_of), kWgClusterMax by default, 0 none.
+ *   k.coarse (QMM_CUDA_WGCOARSE): 2 wherever the fine units have pairs and M > 64, 0 never.
+ * - k.cl (QMM_CUDA_WGCL): the largest cluster (wg_plan_of), kWgClusterMax by default, 0 none.
  * - 32-row tiles (tile_rows 32, M = 17..32; 32-row CTAs, one wgmma m64n32k16 per k-tile) where K is split
- *   in at most kWg32MaxSplits fine units (wg_knob 2: wherever the units are whole half stages). On the
+ *   in at most kWg32MaxSplits fine units (k.wg 2: wherever the units are whole half stages). On the
  *   H200 against PIPE's 32-row tiles (BENCHMARKS.md, twenty-first session, NVFP4 and FP8, M = 17, 24,
  *   32): one split ((28672, 8192)) 10-19% faster, two ((14336, 4096)) 7-19%, four ((8192, 28672))
  *   10-22%, five ((6144, 18432)) 1-8%, eight ((4096, 14336)) 3-9% slower, with or without clusters (the
  *   cause of the loss with many splits is not known). */
 constexpr int kWg32MaxSplits = 5;
-/* plan, or the coarse units of its fine units f (two per unit, the sum restarting at the half: the same
- * bits) in CTAs of `rows` rows (room) where their waves times their length is no more than plan's, or
- * wherever coarse_knob is 2; only where f has pairs and each half is whole stages (the restart sits at a
- * stage's start, mma_kernel_wg) */
-static wg_plan wg_prefer_coarse(const wg_plan &plan, const mma_params &f, int rows, const wg_room &room, int stage_chunks,
-                                int coarse_knob, int cl_knob)
-{
-    if (!f.pairs || f.splits < 2 || f.cps % stage_chunks != 0) return plan;
-    const wg_plan c = wg_plan_of(coarse_units(f), rows, room, cl_knob);
-    return coarse_knob == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps ? c : plan;
-}
 /* The WG variant's knobs for tests and benchmarks, not for use (launch_variant reads them from QMM_CUDA_WG,
  * _WG128, _WG192, _WG256, _WGCOARSE and _WGCL; wg_choose says what each does): the defaults are the rule. */
 struct wg_knobs {
     int wg = 1, wg128 = 1, wg192 = 1, wg256 = 1, coarse = 1, cl = kWgClusterMax;
 };
+/* plan, or the coarse units of its fine units f (two per unit, the sum restarting at the half: the same
+ * bits) in CTAs of `rows` rows (room) where their waves times their length is no more than plan's, or
+ * wherever k.coarse is 2; only where f has pairs and each half is whole stages (the restart sits at a
+ * stage's start, mma_kernel_wg) */
+static wg_plan wg_prefer_coarse(const wg_plan &plan, const mma_params &f, int rows, const wg_room &room, int stage_chunks,
+                                const wg_knobs &k)
+{
+    if (!f.pairs || f.splits < 2 || f.cps % stage_chunks != 0) return plan;
+    const wg_plan c = wg_plan_of(coarse_units(f), rows, room, k.cl);
+    return k.coarse == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps ? c : plan;
+}
 static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_chunks, const wg_knobs &k, wg_plan &plan,
                       int tile_rows = kWgRows)
 {
-    const int wg_knob = k.wg, wg128_knob = k.wg128, wg192_knob = k.wg192, wg256_knob = k.wg256, coarse_knob = k.coarse,
-              cl_knob = k.cl;
     const mma_params f = fine_units(p);
     /* units of whole half stages (mma_kernel_wg): for E4M3 an even number of chunks */
     const int hs = stage_chunks / 2;
     if (!lim.wg[0].ok() || f.cps % hs != 0 || p.chunks % hs != 0) return false;
-    if (tile_rows < kWgRows && wg_knob != 2 && f.splits > kWg32MaxSplits) return false;
+    if (tile_rows < kWgRows && k.wg != 2 && f.splits > kWg32MaxSplits) return false;
     /* long units: 96 chunks of 64 columns (E2M1), 192 of 32 (E4M3), or two or fewer */
     const bool long_units = f.cps >= 48 * stage_chunks || f.splits <= 2;
     /* 256-row CTAs (192-row ones at three M tiles) past two M tiles where their plan takes one wave
-     * (wg256_knob 1), past one M tile (2) or two (3) whatever it takes, never (0); over fine or coarse
+     * (k.wg256 1), past one M tile (2) or two (3) whatever it takes, never (0); over fine or coarse
      * units (wg_prefer_coarse) */
-    if (wg_knob != 0 && wg256_knob != 0 && lim.wg[wg_room_index(4 * kWgRows)].ok() && tile_rows == kWgRows &&
-        p.mtiles >= (wg256_knob == 2 ? 2 : 3)) {
+    if (k.wg != 0 && k.wg256 != 0 && lim.wg[wg_room_index(4 * kWgRows)].ok() && tile_rows == kWgRows &&
+        p.mtiles >= (k.wg256 == 2 ? 2 : 3)) {
         /* three M tiles (M = 129..192): 192-row CTAs, the same CTAs as 256 rows with a quarter fewer MMAs,
          * unless QMM_CUDA_WG192=0; also in more than one wave where the fine units are long (as for 128
          * rows) */
-        const bool r192 = p.mtiles == 3 && lim.wg[wg_room_index(3 * kWgRows)].ok() && wg192_knob != 0;
+        const bool r192 = p.mtiles == 3 && lim.wg[wg_room_index(3 * kWgRows)].ok() && k.wg192 != 0;
         const int rows = r192 ? 3 * kWgRows : 4 * kWgRows;
         const wg_room &room = lim.wg[wg_room_index(rows)];
-        wg_plan w = wg_plan_of(f, rows, room, cl_knob);
-        if (coarse_knob != 0) w = wg_prefer_coarse(w, f, rows, room, stage_chunks, coarse_knob, cl_knob);
-        if (wg256_knob != 1 || w.waves == 1 || (r192 && long_units)) {
+        wg_plan w = wg_plan_of(f, rows, room, k.cl);
+        if (k.coarse != 0) w = wg_prefer_coarse(w, f, rows, room, stage_chunks, k);
+        if (k.wg256 != 1 || w.waves == 1 || (r192 && long_units)) {
             plan = w;
             return true;
         }
     }
     /* 128-row CTAs at all: past one M tile, unless QMM_CUDA_WG128=0; at two M tiles over long units */
-    const bool can128 = lim.wg[wg_room_index(2 * kWgRows)].ok() && p.m > kWgRows && wg128_knob != 0;
-    const bool rows128 = can128 && (wg128_knob == 2 || (wg128_knob == 1 && p.mtiles == 2 && long_units));
+    const bool can128 = lim.wg[wg_room_index(2 * kWgRows)].ok() && p.m > kWgRows && k.wg128 != 0;
+    const bool rows128 = can128 && (k.wg128 == 2 || (k.wg128 == 1 && p.mtiles == 2 && long_units));
     const int rows = rows128 ? 2 * kWgRows : tile_rows;
-    plan = wg_plan_of(f, rows, lim.wg[wg_room_index(rows)], cl_knob);
-    if (can128 && (coarse_knob == 2 || (coarse_knob == 1 && (p.mtiles == 2 || p.mtiles == 4))))
-        plan = wg_prefer_coarse(plan, f, 2 * kWgRows, lim.wg[wg_room_index(2 * kWgRows)], stage_chunks, coarse_knob,
-                                cl_knob);
-    return wg_knob == 2 || (wg_knob == 1 && (p.half == 0 || plan.rows > kWgRows));
+    plan = wg_plan_of(f, rows, lim.wg[wg_room_index(rows)], k.cl);
+    if (can128 && (k.coarse == 2 || (k.coarse == 1 && (p.mtiles == 2 || p.mtiles == 4))))
+        plan = wg_prefer_coarse(plan, f, 2 * kWgRows, lim.wg[wg_room_index(2 * kWgRows)], stage_chunks, k);
+    return k.wg == 2 || (k.wg == 1 && (p.half == 0 || plan.rows > kWgRows));
 }
 
 /* mma_kernel_whole's CTAs per SM (NB 8-row groups) with `bytes` of dynamic shared memory: as many as its
