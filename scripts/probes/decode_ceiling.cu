@@ -150,19 +150,7 @@ int main()
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
 
-    /* the copy bandwidth, as qmm bench counts it (read + written), within the rotated buffer */
-    const size_t cb = (size_t)256 << 20;
-    std::vector<float> ct;
-    for (int r = 0; r < 25; r++) {
-        CK(cudaEventRecord(e0));
-        CK(cudaMemcpyAsync(dev + cb * (r & 1), dev + 2 * cb, cb, cudaMemcpyDeviceToDevice));
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (r >= 5) ct.push_back(ms);
-    }
-    const double copy_gbs = 2.0 * cb / (median(ct) * 1e-3) / 1e9;
+    const double copy_gbs = ::copy_gbs(); /* probe_check.cuh */
     std::printf("device %s, %d SMs; copy bandwidth %.0f GB/s; shape (8192, 28672): NVFP4 %.1f MB with scales, FP8 %.1f MB\n",
                 prop.name, prop.multiProcessorCount, copy_gbs, copy_bytes<QMM__ENC_NVFP4>() / 1e6,
                 copy_bytes<QMM__ENC_FP8>() / 1e6);

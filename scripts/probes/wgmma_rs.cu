@@ -21,20 +21,10 @@
  * order and split. Timing: median of 20 launches after 5.
  * Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc -Iinclude -Iscripts/probes
  * scripts/probes/wgmma_rs.cu; run with an argument 0..4 (the sets of configurations in main). */
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <vector>
 
-#include "cuda/kernels_mma_wg.cuh" /* the library's mbarrier helpers and tile decode */
+#include "nvfp4_problem.cuh" /* the problem, its references and timing; the library's helpers */
 #include "wgmma_rs_ops.cuh"
-#include "probe_check.cuh"
-
-using namespace qmm_mma;
 
 constexpr int CH = 2; /* chunks (64 columns of K) per stage */
 
@@ -55,20 +45,6 @@ __device__ __forceinline__ void bulk_g2s(void *dst, const void *src, uint32_t by
                  "l"(src), "r"(bytes), "r"(smem_addr(bar))
                  : "memory");
 }
-__device__ __forceinline__ uint64_t desc_of(uint32_t addr, uint32_t lbo, uint32_t sbo)
-{
-    return (uint64_t)((addr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
-}
-
-/* the A fragments of the tile's four k-tiles, decoded and scaled as the library's kernels do (NVFP4, bf16) */
-__device__ __forceinline__ void decode_tile(const mma_params &p, uint4 d, uint2 sc, uint32_t (&a)[4][4])
-{
-    const uint32_t w[4] = {d.x, d.y, d.z, d.w};
-    const tile_factors fc = factors_of<QMM__ENC_NVFP4>(p, sc);
-#pragma unroll
-    for (int j = 0; j < 4; j++) decode_ktile<QMM__ENC_NVFP4>(p, w, fc, j, a[j]);
-}
-
 /* k-tiles j0, j0 + 1 only (the half-group form) */
 __device__ __forceinline__ void decode_half(const mma_params &p, uint4 d, uint2 sc, int j0, uint32_t (&a)[2][4])
 {
@@ -223,174 +199,46 @@ __global__ void __launch_bounds__(128 * NWG + 32, MINB) probe_kernel(mma_params 
     (void)t;
 }
 
-/* the same products by mma.sync m16n8k16, k-tiles in the same order on one accumulator per 8 columns,
- * the same split: is each partial bitwise the wgmma kernel's? (one warp per strip and split) */
-template <int MT>
-__global__ void mma_sync_kernel(mma_params p, const uint8_t *w, const uint8_t *sc, const uint16_t *act, float *out, int n,
-                                int chunks, int cps, int splits, int kk)
-{
-    const int wid = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31, g = lane >> 2,
-              t = lane & 3;
-    if (wid >= (n / 16) * splits) return;
-    const int strip = wid / splits, split = wid % splits;
-    float acc[MT / 8][4] = {};
-    for (int c = split * cps; c < (split + 1) * cps; c++) {
-        const size_t tile = (size_t)strip * chunks + c;
-        const uint4 d = *reinterpret_cast<const uint4 *>(w + tile * 512 + lane * 16);
-        const uint2 scv = *reinterpret_cast<const uint2 *>(sc + tile * 64 + g * 8);
-        uint32_t a[4][4];
-        decode_tile(p, d, scv, a);
-        for (int j = 0; j < 4; j++) {
-            const int k0 = c * 64 + j * 16;
-#pragma unroll
-            for (int nb = 0; nb < MT / 8; nb++) {
-                const uint16_t *ar = act + (size_t)(nb * 8 + g) * kk + k0 + 2 * t;
-                const uint32_t b0 = *reinterpret_cast<const uint32_t *>(ar), b1 = *reinterpret_cast<const uint32_t *>(ar + 8);
-                qmm__mma_bf16(acc[nb], a[j], b0, b1);
-            }
-        }
-    }
-    float *o = out + (size_t)split * MT * n;
-#pragma unroll
-    for (int nb = 0; nb < MT / 8; nb++)
-        for (int e = 0; e < 4; e++) o[(size_t)(8 * nb + 2 * t + (e & 1)) * n + strip * 16 + g + 8 * (e >> 1)] = acc[nb][e];
-}
-
-/* reference: each warp decodes one tile (strip, chunk) as the kernels do and writes the dense weight */
-__global__ void dequant_kernel(mma_params p, const uint8_t *w, const uint8_t *sc, float *wd, int chunks, int kk)
-{
-    const int tile = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31, g = lane >> 2,
-              t = lane & 3;
-    const int strip = tile / chunks, c = tile % chunks;
-    const uint4 d = *reinterpret_cast<const uint4 *>(w + (size_t)tile * 512 + lane * 16);
-    const uint2 scv = *reinterpret_cast<const uint2 *>(sc + (size_t)tile * 64 + g * 8);
-    uint32_t a[4][4];
-    decode_tile(p, d, scv, a);
-    for (int j = 0; j < 4; j++)
-        for (int r = 0; r < 4; r++) {
-            const int row = strip * 16 + g + 8 * (r & 1), col = c * 64 + j * 16 + 2 * t + 8 * (r >> 1);
-            const uint32_t v = a[j][r];
-            wd[(size_t)row * kk + col] = __uint_as_float(v << 16);
-            wd[(size_t)row * kk + col + 1] = __uint_as_float(v & 0xffff0000u);
-        }
-}
-__global__ void ref_kernel(const float *wd, const uint16_t *act, float *ref, int n, int kk, int mt)
-{
-    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= n * mt) return;
-    const int row = idx % n, m = idx / n;
-    double s = 0;
-    for (int k = 0; k < kk; k++) s += (double)wd[(size_t)row * kk + k] * __uint_as_float((uint32_t)act[(size_t)m * kk + k] << 16);
-    ref[(size_t)m * n + row] = (float)s;
-}
-
 template <int MT, int S, int HALF, int MINB = 1, int CH2 = 0, int NWG = 2>
 static void run(int n, int kk, int splits, int swap, const mma_params &p)
 {
     using cf = pcfg<MT, NWG>;
-    const int chunks = kk / 64, strips = n / 16;
+    const int chunks = kk / 64;
     if (chunks % splits || (chunks / splits) % CH) {
         std::printf("skip: %d chunks do not divide into %d splits of whole stages\n", chunks, splits);
         return;
     }
-    std::vector<uint8_t> hw((size_t)strips * chunks * 512), hs((size_t)strips * chunks * 64);
-    std::vector<uint16_t> ha((size_t)MT * kk), hb((size_t)MT * kk);
-    uint32_t x = 12345u + n + kk + MT;
-    auto rnd = [&]() { x ^= x << 13; x ^= x >> 17; x ^= x << 5; return x; };
-    for (auto &v : hw) v = (uint8_t)rnd();
-    for (auto &v : hs) v = (uint8_t)(64 + rnd() % 72);
-    for (auto &v : ha) v = (uint16_t)(0x3c00 + rnd() % 0x0800) ^ (uint16_t)((rnd() & 1) << 15); /* +-[2^-7, 2^-6) */
-    /* activations in the stage order: chunk c, core (kc, ng), row r, element e */
-    for (int m = 0; m < MT; m++)
-        for (int k = 0; k < kk; k++) {
-            const int c = k / 64, kc = (k % 64) / 8, e = k % 8, ng = m / 8, r = m % 8;
-            hb[(size_t)c * MT * 64 + ((size_t)(kc * (MT / 8) + ng) * 8 + r) * 8 + e] = ha[(size_t)m * kk + k];
-        }
-    uint8_t *dw, *ds, *db;
-    uint16_t *da;
-    float *dout, *dref, *dwd;
-    CK(cudaMalloc(&dw, hw.size()));
-    CK(cudaMalloc(&ds, hs.size()));
-    CK(cudaMalloc(&db, hb.size() * 2));
-    CK(cudaMalloc(&da, ha.size() * 2));
+    nvfp4_problem pb(p, n, kk, MT);
+    float *dout;
     CK(cudaMalloc(&dout, (size_t)splits * MT * n * 4));
-    CK(cudaMalloc(&dref, (size_t)MT * n * 4));
-    CK(cudaMalloc(&dwd, (size_t)n * kk * 4));
-    CK(cudaMemcpy(dw, hw.data(), hw.size(), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(ds, hs.data(), hs.size(), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(db, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(da, ha.data(), ha.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemset(dout, 0xff, (size_t)splits * MT * n * 4));
-    dequant_kernel<<<strips * chunks / 8, 256>>>(p, dw, ds, dwd, chunks, kk);
-    ref_kernel<<<(n * MT + 255) / 256, 256>>>(dwd, da, dref, n, kk, MT);
-    CK(cudaGetLastError());
-    probe_args q{dw, ds, db, dout, n, chunks, chunks / splits, splits, swap};
+    probe_args q{pb.dw, pb.ds, pb.db, dout, n, chunks, chunks / splits, splits, swap};
     const size_t smem = (size_t)S * cf::stage + 2 * S * 8;
     CK(cudaFuncSetAttribute(probe_kernel<MT, S, HALF, MINB, CH2, NWG>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const int grid = (n / (cf::strips * 16)) * splits;
     probe_kernel<MT, S, HALF, MINB, CH2, NWG><<<grid, cf::threads, smem>>>(p, q);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
-    std::vector<float> out((size_t)splits * MT * n), ref((size_t)MT * n);
-    CK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(ref.data(), dref, ref.size() * 4, cudaMemcpyDeviceToHost));
-    double maxerr = 0, maxref = 0;
-    for (size_t i = 0; i < ref.size(); i++) {
-        float s = 0;
-        for (int sp = 0; sp < splits; sp++) s += out[(size_t)sp * MT * n + i];
-        maxerr = std::max(maxerr, (double)std::fabs(s - ref[i]));
-        maxref = std::max(maxref, (double)std::fabs(ref[i]));
-    }
+    const double rel = pb.rel_err(dout, splits);
     long long diff = -1;
-    if (!CH2 && MT <= 128) { /* bitwise against mma.sync, same split and order */
-        float *dsync;
-        CK(cudaMalloc(&dsync, (size_t)splits * MT * n * 4));
-        mma_sync_kernel<MT><<<((n / 16) * splits + 7) / 8, 256>>>(p, dw, ds, da, dsync, n, chunks, chunks / splits, splits, kk);
-        CK(cudaGetLastError());
-        std::vector<float> sy((size_t)splits * MT * n);
-        CK(cudaMemcpy(sy.data(), dsync, sy.size() * 4, cudaMemcpyDeviceToHost));
-        diff = 0;
-        for (size_t i = 0; i < sy.size(); i++) diff += std::memcmp(&sy[i], &out[i], 4) != 0;
-        cudaFree(dsync);
-    }
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    /* the median of 20 launches after 5, on the one copy of the weights (which L2 may partly hold from
-     * one launch to the next) and rotated over copies of at least 512 MB in all, as qmm bench does */
-    const size_t wbytes = hw.size() + hs.size();
-    const int nrot = (int)std::max<size_t>(2, (512u << 20) / wbytes + 1);
-    std::vector<uint8_t *> rw(nrot), rs(nrot);
-    for (int r = 0; r < nrot; r++) {
-        CK(cudaMalloc(&rw[r], hw.size()));
-        CK(cudaMalloc(&rs[r], hs.size()));
-        CK(cudaMemcpy(rw[r], dw, hw.size(), cudaMemcpyDeviceToDevice));
-        CK(cudaMemcpy(rs[r], ds, hs.size(), cudaMemcpyDeviceToDevice));
-    }
-    auto median_us = [&](bool rotate) {
-        std::vector<float> ts;
-        for (int r = 0; r < 25; r++) {
+    if constexpr (!CH2 && MT <= 128) diff = pb.sync_diff<MT>(p, dout, splits); /* bitwise against mma.sync */
+    /* on the one copy of the weights (which L2 may partly hold from one launch to the next) and rotated
+     * over copies of at least 512 MB in all, as qmm bench does */
+    const int nrot = pb.rotations();
+    auto timed = [&](bool rotate) {
+        return median_us([&](int r) {
             probe_args qr = q;
-            if (rotate) qr.w = rw[r % nrot], qr.sc = rs[r % nrot];
-            CK(cudaEventRecord(e0));
+            if (rotate) qr.w = pb.rw[r % nrot], qr.sc = pb.rs[r % nrot];
             probe_kernel<MT, S, HALF, MINB, CH2, NWG><<<grid, cf::threads, smem>>>(p, qr);
-            CK(cudaEventRecord(e1));
-            CK(cudaEventSynchronize(e1));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, e0, e1));
-            if (r >= 5) ts.push_back(ms * 1000.0f);
-        }
-        std::sort(ts.begin(), ts.end());
-        return (double)ts[ts.size() / 2];
+        });
     };
-    const double us = median_us(false), us_rot = median_us(true), tf = 2.0 * MT * n * kk / us * 1e-6;
-    const double gbs = wbytes / us * 1e-3;
-    for (int r = 0; r < nrot; r++) cudaFree(rw[r]), cudaFree(rs[r]);
-    std::printf("probe MT=%d NWG=%d S=%d HALF=%d MINB=%d CH2=%d N=%d K=%d splits=%d grid=%d swap=%d: max|err| %.3g (max|ref| %.3g, rel %.2g) %s, %lld partials differ bitwise from mma.sync | "
+    const double us = timed(false), us_rot = timed(true), tf = 2.0 * MT * n * kk / us * 1e-6;
+    const double gbs = pb.weight_bytes() / us * 1e-3;
+    std::printf("probe MT=%d NWG=%d S=%d HALF=%d MINB=%d CH2=%d N=%d K=%d splits=%d grid=%d swap=%d: rel err %.2g %s, %lld partials differ bitwise from mma.sync | "
                 "%.1f us (rotated over %d copies: %.1f us), %.0f TFLOP/s, weights %.0f GB/s\n",
-                MT, NWG, S, HALF, MINB, CH2, n, kk, splits, grid, swap, maxerr, maxref, maxerr / maxref, maxerr / maxref < 1e-4 ? "OK" : "BAD", diff,
+                MT, NWG, S, HALF, MINB, CH2, n, kk, splits, grid, swap, rel, rel < 1e-4 ? "OK" : "BAD", diff,
                 us, nrot, us_rot, tf, gbs);
-    cudaFree(dw), cudaFree(ds), cudaFree(db), cudaFree(da), cudaFree(dout), cudaFree(dref), cudaFree(dwd);
+    cudaFree(dout);
 }
 
 int main(int argc, char **argv)

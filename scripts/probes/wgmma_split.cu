@@ -1,0 +1,288 @@
+/* Probe, not part of qmm (BENCHMARKS.md, thirty-fourth session; run with scripts/gpu_probe_split.sh): at
+ * M = 64, can decode warps that write bf16 weights to shared memory by stmatrix, for a warpgroup that
+ * only issues shared-memory wgmma (SS), beat the library's 64-row WG kernel, whose warpgroups decode
+ * into wgmma's register A operand and multiply in lockstep (70.1 us on (8192, 28672), NVFP4)?
+ *
+ * A CTA owns NW weight rows (NW / 16 strips of qmm's prepared NVFP4 layout) over one of `splits` equal
+ * ranges of K, and 64 rows of activations. Its warps:
+ * - MMA warpgroups (first). ORIENT 0: one warpgroup, wgmma m64nNWk16 with the activations as A (64 rows)
+ *   and the decoded weights as B (NW rows), both from shared memory. ORIENT 1: NW / 64 warpgroups, each
+ *   wgmma m64n64k16 with its 64 weight rows as A and the activations as B (the library's orientation).
+ *   Per chunk (64 columns of K): wait for the slot, four wgmmas (k-tiles in order), commit, wait until
+ *   the chunk before is complete and release its slot.
+ * - ND decode warps, each owning NW / 16 / ND strips: a register ring of the next D tiles (and scale words)
+ *   per strip from global memory (evict-first loads, as the library's GEMV), each tile decoded as the
+ *   library decodes (decode_ktile) into m16n8k16 A fragments, which are exactly stmatrix.x4's four 8x8
+ *   matrices; stored into the slot in wgmma's no-swizzle K-major layout (8x8 core matrices of 128
+ *   contiguous bytes: LBO = NW * 16 bytes between 8-column groups, SBO = 128 between 8-row groups, so
+ *   each stmatrix matrix is one conflict-free 128-byte row of banks), then fence.proxy.async and one
+ *   arrival per warp on the slot's full barrier.
+ * - No producer warp (a 13th warp would cap every thread at 128 registers: a quarter of the register
+ *   file per 4-warp partition): MMA warp 0's lane 0 copies each chunk's activations (8 KB, laid out
+ *   beforehand in the same core-matrix order) by one bulk copy into its slot, S - 1 chunks ahead, once
+ *   the slot's MMAs are complete.
+ * A slot holds one chunk: NW x 64 decoded weights and 64 x 64 activations; S slots. MODE 0 is the whole
+ * kernel; MODE 1 the same with the decode warps' global loads and decode left out (they store the
+ * same registers every chunk: the MMAs, stores and activations alone); MODE 2 leaves the stores out too
+ * (the MMAs and activations alone).
+ *
+ * Checks (MODE 0): the sums of the splits' partials against a double-precision reference, and each
+ * partial bitwise against mma.sync m16n8k16 with the same split and k-tile order (nvfp4_problem.cuh).
+ * Timing: the median of 20 launches after 5, over copies of the weights of 512 MB or more, rotated; the
+ * copy bandwidth measured in the same process. Prints registers and spills (ptxas) and CTAs per SM.
+ * Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc -Iinclude -Iscripts/probes
+ * scripts/probes/wgmma_split.cu */
+#include <cstdlib>
+
+#include "nvfp4_problem.cuh"
+#include "wgmma_ss_ops.cuh"
+
+constexpr int kM = 64; /* rows of activations */
+
+template <int ORIENT, int NW, int ND>
+struct scfg {
+    static constexpr int spw = NW / 16 / ND;         /* strips per decode warp */
+    static constexpr int nmw = ORIENT ? NW / 64 : 1; /* MMA warpgroups */
+    static constexpr int threads = nmw * 128 + ND * 32;
+    static constexpr int w_slot = NW * 128; /* one chunk's decoded weights: NW rows x 64 columns of bf16 */
+    static constexpr int a_slot = kM * 128; /* one chunk's activations */
+    static constexpr int slot = w_slot + a_slot;
+    static constexpr int acc = ORIENT ? 32 : NW / 2;
+    static_assert(spw * ND * 16 == NW, "the strips divide among the decode warps");
+};
+
+struct split_args {
+    const uint8_t *w, *sc, *b;
+    float *out;
+    int n, chunks, cps, splits;
+};
+
+__device__ __forceinline__ void stmatrix4(uint32_t addr, const uint32_t (&r)[4])
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]), "r"(r[1]),
+                 "r"(r[2]), "r"(r[3])
+                 : "memory");
+}
+
+template <int MODE, int ORIENT, int NW, int ND, int S, int D, int MINB>
+__global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_kernel(mma_params p, split_args q)
+{
+    using cf = scfg<ORIENT, NW, ND>;
+    extern __shared__ __align__(1024) uint8_t sm[];
+    uint64_t *full = reinterpret_cast<uint64_t *>(sm + S * cf::slot), *empty = full + S;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int split = blockIdx.x % q.splits, sg = blockIdx.x / q.splits;
+    const int c0 = split * q.cps, n = q.cps;
+    constexpr int kDec0 = cf::nmw * 4;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; s++) {
+            wg_bar_init(&full[s], ND + 1);
+            wg_bar_init(&empty[s], cf::nmw * 4);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const uint32_t sbase = smem_addr(sm);
+    auto copy_act = [&](int i) { /* chunk i's activations into its slot (MMA warp 0, lane 0) */
+        const int s = i % S;
+        wg_bar_expect(&full[s], cf::a_slot);
+        wg_copy(sm + s * cf::slot + cf::w_slot, q.b + (size_t)(c0 + i) * cf::a_slot, cf::a_slot, &full[s], wg_policy(false));
+    };
+    if (warp >= kDec0) { /* decode warps */
+        constexpr int P = cf::spw;
+        const int dw = warp - kDec0, g = lane >> 2;
+        const uint4 *dq[P];
+        const uint8_t *sq[P];
+        uint32_t lane_off[P]; /* this lane's stmatrix row address in a slot, k-tile 0: matrix lane / 8, row lane % 8 */
+#pragma unroll
+        for (int r = 0; r < P; r++) {
+            const int ls = dw * P + r; /* the strip within the CTA */
+            const size_t t0 = (size_t)(sg * (NW / 16) + ls) * q.chunks + c0;
+            dq[r] = reinterpret_cast<const uint4 *>(q.w) + t0 * 32 + lane;
+            sq[r] = q.sc + t0 * 64 + g * 8;
+            lane_off[r] = (uint32_t)((((lane >> 4) * (NW / 8)) + 2 * ls + ((lane >> 3) & 1)) * 128 + (lane & 7) * 16);
+        }
+        uint4 ring[D][P];
+        uint2 sring[D][P];
+#pragma unroll
+        for (int k = 0; k < D; k++)
+#pragma unroll
+            for (int r = 0; r < P; r++) {
+                ring[k][r] = make_uint4(lane, k, r, 0x3f803f80u);
+                sring[k][r] = make_uint2(0x7f7f7f7fu, 0x7f7f7f7fu);
+                if (MODE == 0 && k < n) {
+                    ring[k][r] = __ldcs(dq[r] + k * 32);
+                    sring[k][r] = load_scales<QMM__ENC_NVFP4>(sq[r] + k * 64);
+                }
+            }
+        auto tile = [&](int i, const uint4 (&d)[P], const uint2 (&sc)[P]) {
+            uint32_t a[P][4][4];
+#pragma unroll
+            for (int r = 0; r < P; r++) {
+                if constexpr (MODE == 0) {
+                    decode_tile(p, d[r], sc[r], a[r]);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 4; j++) a[r][j][0] = d[r].x, a[r][j][1] = d[r].y, a[r][j][2] = d[r].z, a[r][j][3] = d[r].w;
+                }
+            }
+            const int s = i % S;
+            if (i >= S) wg_bar_wait(&empty[s], ((i / S) - 1) & 1);
+            if constexpr (MODE < 2) {
+                const uint32_t slot = sbase + s * cf::slot;
+#pragma unroll
+                for (int r = 0; r < P; r++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) stmatrix4(slot + lane_off[r] + j * 2 * (NW / 8) * 128, a[r][j]);
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            }
+            __syncwarp();
+            if (lane == 0) wg_bar_arrive(&full[s]);
+        };
+        auto reload = [&](int k, int i) {
+            if constexpr (MODE == 0) {
+#pragma unroll
+                for (int r = 0; r < P; r++) {
+                    ring[k][r] = __ldcs(dq[r] + i * 32);
+                    sring[k][r] = load_scales<QMM__ENC_NVFP4>(sq[r] + i * 64);
+                }
+            }
+        };
+        int c = 0;
+#pragma unroll 1
+        for (; c + 2 * D <= n; c += D)
+#pragma unroll
+            for (int k = 0; k < D; k++) {
+                tile(c + k, ring[k], sring[k]);
+                reload(k, c + k + D);
+            }
+#pragma unroll 1
+        for (; c < n; c += D)
+#pragma unroll
+            for (int k = 0; k < D; k++)
+                if (c + k < n) {
+                    tile(c + k, ring[k], sring[k]);
+                    if (c + k + D < n) reload(k, c + k + D);
+                }
+        return;
+    }
+    /* the MMA warpgroups */
+    const int mw = warp >> 2, w4 = warp & 3, g = lane >> 2, t = lane & 3;
+    float acc[cf::acc];
+#pragma unroll
+    for (int i = 0; i < cf::acc; i++) acc[i] = 0.0f;
+    if (warp == 0 && lane == 0)
+        for (int i = 0; i < S && i < n; i++) copy_act(i);
+#pragma unroll 1
+    for (int i = 0; i < n; i++) {
+        const int s = i % S;
+        wg_bar_wait(&full[s], (i / S) & 1);
+        const uint32_t ws = sbase + s * cf::slot, as = ws + cf::w_slot;
+        wg_fence();
+        wg_fence_acc(acc);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint64_t da = desc_of(as + j * 2 * (kM / 8) * 128, kM * 16, 128);
+            const uint64_t dwt = desc_of(ws + mw * 8 * 128 + j * 2 * (NW / 8) * 128, NW * 16, 128);
+            if constexpr (ORIENT == 0) wgmma_ss<NW>(acc, da, dwt);
+            else wgmma_ss<64>(acc, dwt, da);
+        }
+        wg_commit();
+        wg_fence_acc(acc);
+        wg_wait<1>();
+        wg_fence_acc(acc);
+        if (i > 0 && lane == 0) {
+            wg_bar_arrive(&empty[(i - 1) % S]);
+            if (warp == 0 && i - 1 + S < n) { /* the slot is free once every MMA warp has arrived */
+                wg_bar_wait(&empty[(i - 1) % S], ((i - 1) / S) & 1);
+                copy_act(i - 1 + S);
+            }
+        }
+    }
+    wg_wait<0>();
+    wg_fence_acc(acc);
+    /* acc[4j + e]: the fragment's row 16 w4 + g + 8 (e >> 1), column 8 j + 2 t + (e & 1) */
+    float *o = q.out + (size_t)split * kM * q.n;
+#pragma unroll
+    for (int j = 0; j < cf::acc / 4; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int fr = 16 * w4 + g + 8 * (e >> 1), fc = 8 * j + 2 * t + (e & 1);
+            if constexpr (ORIENT == 0) o[(size_t)fr * q.n + sg * NW + fc] = acc[4 * j + e];
+            else o[(size_t)fc * q.n + sg * NW + 64 * mw + fr] = acc[4 * j + e];
+        }
+}
+
+static double g_copy_gbs;
+
+template <int MODE, int ORIENT, int NW, int ND, int S, int D, int MINB>
+static void run(nvfp4_problem &pb, int splits, const mma_params &p)
+{
+    using cf = scfg<ORIENT, NW, ND>;
+    auto kern = split_kernel<MODE, ORIENT, NW, ND, S, D, MINB>;
+    const int n = pb.n;
+    if (pb.chunks % splits || n % NW) {
+        std::printf("skip: %d chunks in %d splits, %d rows in CTAs of %d\n", pb.chunks, splits, n, NW);
+        return;
+    }
+    float *dout;
+    CK(cudaMalloc(&dout, (size_t)splits * kM * n * 4));
+    CK(cudaMemset(dout, 0xff, (size_t)splits * kM * n * 4));
+    split_args q{pb.dw, pb.ds, reinterpret_cast<const uint8_t *>(pb.db), dout, n, pb.chunks, pb.chunks / splits, splits};
+    const size_t smem = (size_t)S * cf::slot + 2 * S * 8;
+    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    cudaFuncAttributes fa;
+    CK(cudaFuncGetAttributes(&fa, kern));
+    int held = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&held, kern, cf::threads, smem));
+    const int grid = (n / NW) * splits;
+    kern<<<grid, cf::threads, smem>>>(p, q);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    char check[96] = "no check (MODE > 0)";
+    if (MODE == 0) {
+        const double rel = pb.rel_err(dout, splits);
+        const long long diff = pb.sync_diff<kM>(p, dout, splits);
+        std::snprintf(check, sizeof check, "rel err %.2g %s, %lld of %lld partials differ from mma.sync", rel,
+                      rel < 1e-4 ? "OK" : "BAD", diff, (long long)splits * kM * n);
+    }
+    const int nrot = pb.rotations();
+    const double us = median_us([&](int r) {
+        split_args qr = q;
+        qr.w = pb.rw[r % nrot], qr.sc = pb.rs[r % nrot];
+        kern<<<grid, cf::threads, smem>>>(p, qr);
+    });
+    const double gbs = pb.weight_bytes() / us * 1e-3;
+    std::printf("MODE=%d ORIENT=%d NW=%d ND=%d S=%d D=%d MINB=%d splits=%d grid=%d: %d regs, %d B spilled, %d CTAs/SM held | "
+                "%.1f us, %.0f TFLOP/s, %.0f GB/s (%.1f%% copy) | %s\n",
+                MODE, ORIENT, NW, ND, S, D, MINB, splits, grid, fa.numRegs, (int)fa.localSizeBytes, held, us,
+                2.0 * kM * n * pb.kk / us * 1e-6, gbs, 100.0 * gbs / g_copy_gbs, check);
+    cudaFree(dout);
+}
+
+int main(int argc, char **argv)
+{
+    mma_params p{};
+    for (int i = 0; i < kPow2Count; i++) p.pow2[i] = 1u << kPow2Shifts[i];
+    const int which = argc > 1 ? std::atoi(argv[1]) : 0;
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    g_copy_gbs = copy_gbs();
+    nvfp4_problem pb(p, 8192, 28672, kM);
+    std::printf("device %s, %d SMs; copy bandwidth %.0f GB/s; NVFP4 (8192, 28672), M = 64: %.1f MB with scales\n",
+                prop.name, prop.multiProcessorCount, g_copy_gbs, pb.weight_bytes() / 1e6);
+    if (which == 0) {
+        run<0, 0, 256, 8, 4, 4, 1>(pb, 4, p);
+        run<0, 0, 256, 8, 4, 6, 1>(pb, 4, p);
+        run<0, 0, 128, 4, 4, 4, 2>(pb, 4, p);
+        run<0, 0, 128, 8, 6, 8, 1>(pb, 2, p);
+        run<0, 1, 128, 8, 4, 8, 1>(pb, 2, p);
+        run<1, 0, 256, 8, 4, 4, 1>(pb, 4, p);
+        run<2, 0, 256, 8, 4, 4, 1>(pb, 4, p);
+        run<1, 0, 128, 4, 4, 4, 2>(pb, 4, p);
+        run<2, 0, 128, 4, 4, 4, 2>(pb, 4, p);
+        run<1, 1, 128, 8, 4, 8, 1>(pb, 2, p);
+        run<2, 1, 128, 8, 4, 8, 1>(pb, 2, p);
+    }
+    return 0;
+}
