@@ -24,7 +24,10 @@
  * A slot holds one chunk: NW x 64 decoded weights and 64 x 64 activations; S slots. MODE 0 is the whole
  * kernel; MODE 1 the same with the decode warps' global loads and decode left out (they store the
  * same registers every chunk: the MMAs, stores and activations alone); MODE 2 leaves the stores out too
- * (the MMAs and activations alone).
+ * (the MMAs and activations alone); MODE 3 is the whole kernel without the MMAs (each slot released once
+ * it is full: the loads, decode and stores alone). The activations have their own ring of SA slots, so
+ * that their copies can run further ahead than the weights' S slots (set 2; sets 0 and 1 were first run,
+ * in the thirty-fourth session's call 1, with the activations in the weights' slots, SA = S).
  *
  * Checks (MODE 0): the sums of the splits' partials against a double-precision reference, and each
  * partial bitwise against mma.sync m16n8k16 with the same split and k-tile order (nvfp4_problem.cuh).
@@ -46,7 +49,6 @@ struct scfg {
     static constexpr int threads = nmw * 128 + ND * 32;
     static constexpr int w_slot = NW * 128; /* one chunk's decoded weights: NW rows x 64 columns of bf16 */
     static constexpr int a_slot = kM * 128; /* one chunk's activations */
-    static constexpr int slot = w_slot + a_slot;
     static constexpr int acc = ORIENT ? 32 : NW / 2;
     static_assert(spw * ND * 16 == NW, "the strips divide among the decode warps");
 };
@@ -64,32 +66,43 @@ __device__ __forceinline__ void stmatrix4(uint32_t addr, const uint32_t (&r)[4])
                  : "memory");
 }
 
-template <int MODE, int ORIENT, int NW, int ND, int S, int D, int MINB>
+/* shared memory: S weight slots, SA activation slots, then their full and empty barriers */
+template <int ORIENT, int NW, int ND, int S, int SA>
+constexpr size_t smem_of() { return (size_t)S * scfg<ORIENT, NW, ND>::w_slot + (size_t)SA * scfg<ORIENT, NW, ND>::a_slot + 16 * (S + SA); }
+
+template <int MODE, int ORIENT, int NW, int ND, int S, int SA, int D, int MINB>
 __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_kernel(mma_params p, split_args q)
 {
     using cf = scfg<ORIENT, NW, ND>;
     extern __shared__ __align__(1024) uint8_t sm[];
-    uint64_t *full = reinterpret_cast<uint64_t *>(sm + S * cf::slot), *empty = full + S;
+    uint8_t *const act = sm + S * cf::w_slot;
+    uint64_t *full = reinterpret_cast<uint64_t *>(act + SA * cf::a_slot), *empty = full + S, *full_a = empty + S,
+             *empty_a = full_a + SA;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int split = blockIdx.x % q.splits, sg = blockIdx.x / q.splits;
     const int c0 = split * q.cps, n = q.cps;
     constexpr int kDec0 = cf::nmw * 4;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; s++) {
-            wg_bar_init(&full[s], ND + 1);
+            wg_bar_init(&full[s], ND);
             wg_bar_init(&empty[s], cf::nmw * 4);
+        }
+        for (int s = 0; s < SA; s++) {
+            wg_bar_init(&full_a[s], 1);
+            wg_bar_init(&empty_a[s], cf::nmw * 4);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
     const uint32_t sbase = smem_addr(sm);
     auto copy_act = [&](int i) { /* chunk i's activations into its slot (MMA warp 0, lane 0) */
-        const int s = i % S;
-        wg_bar_expect(&full[s], cf::a_slot);
-        wg_copy(sm + s * cf::slot + cf::w_slot, q.b + (size_t)(c0 + i) * cf::a_slot, cf::a_slot, &full[s], wg_policy(false));
+        const int s = i % SA;
+        wg_bar_expect(&full_a[s], cf::a_slot);
+        wg_copy(act + s * cf::a_slot, q.b + (size_t)(c0 + i) * cf::a_slot, cf::a_slot, &full_a[s], wg_policy(false));
     };
     if (warp >= kDec0) { /* decode warps */
         constexpr int P = cf::spw;
+        constexpr bool kLoad = MODE == 0 || MODE == 3; /* the weights loaded and decoded */
         const int dw = warp - kDec0, g = lane >> 2;
         const uint4 *dq[P];
         const uint8_t *sq[P];
@@ -110,7 +123,7 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
             for (int r = 0; r < P; r++) {
                 ring[k][r] = make_uint4(lane, k, r, 0x3f803f80u);
                 sring[k][r] = make_uint2(0x7f7f7f7fu, 0x7f7f7f7fu);
-                if (MODE == 0 && k < n) {
+                if (kLoad && k < n) {
                     ring[k][r] = __ldcs(dq[r] + k * 32);
                     sring[k][r] = load_scales<QMM__ENC_NVFP4>(sq[r] + k * 64);
                 }
@@ -119,7 +132,7 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
             uint32_t a[P][4][4];
 #pragma unroll
             for (int r = 0; r < P; r++) {
-                if constexpr (MODE == 0) {
+                if constexpr (kLoad) {
                     decode_tile(p, d[r], sc[r], a[r]);
                 } else {
 #pragma unroll
@@ -128,8 +141,8 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
             }
             const int s = i % S;
             if (i >= S) wg_bar_wait(&empty[s], ((i / S) - 1) & 1);
-            if constexpr (MODE < 2) {
-                const uint32_t slot = sbase + s * cf::slot;
+            if constexpr (MODE != 2) {
+                const uint32_t slot = sbase + s * cf::w_slot;
 #pragma unroll
                 for (int r = 0; r < P; r++)
 #pragma unroll
@@ -140,7 +153,7 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
             if (lane == 0) wg_bar_arrive(&full[s]);
         };
         auto reload = [&](int k, int i) {
-            if constexpr (MODE == 0) {
+            if constexpr (kLoad) {
 #pragma unroll
                 for (int r = 0; r < P; r++) {
                     ring[k][r] = __ldcs(dq[r] + i * 32);
@@ -172,12 +185,28 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
 #pragma unroll
     for (int i = 0; i < cf::acc; i++) acc[i] = 0.0f;
     if (warp == 0 && lane == 0)
-        for (int i = 0; i < S && i < n; i++) copy_act(i);
+        for (int i = 0; i < SA && i < n; i++) copy_act(i);
+    /* chunk i's slots are free: one arrival per MMA warp; warp 0 then refills the activations' slot */
+    auto release = [&](int i) {
+        if (lane == 0) {
+            wg_bar_arrive(&empty[i % S]);
+            wg_bar_arrive(&empty_a[i % SA]);
+            if (warp == 0 && i + SA < n) {
+                wg_bar_wait(&empty_a[i % SA], (i / SA) & 1);
+                copy_act(i + SA);
+            }
+        }
+    };
 #pragma unroll 1
     for (int i = 0; i < n; i++) {
         const int s = i % S;
         wg_bar_wait(&full[s], (i / S) & 1);
-        const uint32_t ws = sbase + s * cf::slot, as = ws + cf::w_slot;
+        wg_bar_wait(&full_a[i % SA], (i / SA) & 1);
+        if constexpr (MODE == 3) {
+            release(i);
+            continue;
+        }
+        const uint32_t ws = sbase + s * cf::w_slot, as = smem_addr(act) + (i % SA) * cf::a_slot;
         wg_fence();
         wg_fence_acc(acc);
 #pragma unroll
@@ -191,13 +220,7 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
         wg_fence_acc(acc);
         wg_wait<1>();
         wg_fence_acc(acc);
-        if (i > 0 && lane == 0) {
-            wg_bar_arrive(&empty[(i - 1) % S]);
-            if (warp == 0 && i - 1 + S < n) { /* the slot is free once every MMA warp has arrived */
-                wg_bar_wait(&empty[(i - 1) % S], ((i - 1) / S) & 1);
-                copy_act(i - 1 + S);
-            }
-        }
+        if (i > 0) release(i - 1);
     }
     wg_wait<0>();
     wg_fence_acc(acc);
@@ -215,11 +238,11 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
 
 static double g_copy_gbs;
 
-template <int MODE, int ORIENT, int NW, int ND, int S, int D, int MINB>
+template <int MODE, int ORIENT, int NW, int ND, int S, int SA, int D, int MINB>
 static void run(nvfp4_problem &pb, int splits, const mma_params &p)
 {
     using cf = scfg<ORIENT, NW, ND>;
-    auto kern = split_kernel<MODE, ORIENT, NW, ND, S, D, MINB>;
+    auto kern = split_kernel<MODE, ORIENT, NW, ND, S, SA, D, MINB>;
     const int n = pb.n;
     if (pb.chunks % splits || n % NW) {
         std::printf("skip: %d chunks in %d splits, %d rows in CTAs of %d\n", pb.chunks, splits, n, NW);
@@ -229,7 +252,7 @@ static void run(nvfp4_problem &pb, int splits, const mma_params &p)
     CK(cudaMalloc(&dout, (size_t)splits * kM * n * 4));
     CK(cudaMemset(dout, 0xff, (size_t)splits * kM * n * 4));
     split_args q{pb.dw, pb.ds, reinterpret_cast<const uint8_t *>(pb.db), dout, n, pb.chunks, pb.chunks / splits, splits};
-    const size_t smem = (size_t)S * cf::slot + 2 * S * 8;
+    const size_t smem = smem_of<ORIENT, NW, ND, S, SA>();
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     cudaFuncAttributes fa;
     CK(cudaFuncGetAttributes(&fa, kern));
@@ -253,9 +276,9 @@ static void run(nvfp4_problem &pb, int splits, const mma_params &p)
         kern<<<grid, cf::threads, smem>>>(p, qr);
     });
     const double gbs = pb.weight_bytes() / us * 1e-3;
-    std::printf("MODE=%d ORIENT=%d NW=%d ND=%d S=%d D=%d MINB=%d splits=%d grid=%d: %d regs, %d B spilled, %d CTAs/SM held | "
+    std::printf("MODE=%d ORIENT=%d NW=%d ND=%d S=%d SA=%d D=%d MINB=%d splits=%d grid=%d: %d regs, %d B spilled, %d CTAs/SM held | "
                 "%.1f us, %.0f TFLOP/s, %.0f GB/s (%.1f%% copy) | %s\n",
-                MODE, ORIENT, NW, ND, S, D, MINB, splits, grid, fa.numRegs, (int)fa.localSizeBytes, held, us,
+                MODE, ORIENT, NW, ND, S, SA, D, MINB, splits, grid, fa.numRegs, (int)fa.localSizeBytes, held, us,
                 2.0 * kM * n * pb.kk / us * 1e-6, gbs, 100.0 * gbs / g_copy_gbs, check);
     cudaFree(dout);
 }
@@ -272,17 +295,35 @@ int main(int argc, char **argv)
     std::printf("device %s, %d SMs; copy bandwidth %.0f GB/s; NVFP4 (8192, 28672), M = 64: %.1f MB with scales\n",
                 prop.name, prop.multiProcessorCount, g_copy_gbs, pb.weight_bytes() / 1e6);
     if (which == 0) {
-        run<0, 0, 256, 8, 4, 4, 1>(pb, 4, p);
-        run<0, 0, 256, 8, 4, 6, 1>(pb, 4, p);
-        run<0, 0, 128, 4, 4, 4, 2>(pb, 4, p);
-        run<0, 0, 128, 8, 6, 8, 1>(pb, 2, p);
-        run<0, 1, 128, 8, 4, 8, 1>(pb, 2, p);
-        run<1, 0, 256, 8, 4, 4, 1>(pb, 4, p);
-        run<2, 0, 256, 8, 4, 4, 1>(pb, 4, p);
-        run<1, 0, 128, 4, 4, 4, 2>(pb, 4, p);
-        run<2, 0, 128, 4, 4, 4, 2>(pb, 4, p);
-        run<1, 1, 128, 8, 4, 8, 1>(pb, 2, p);
-        run<2, 1, 128, 8, 4, 8, 1>(pb, 2, p);
+        run<0, 0, 256, 8, 4, 4, 4, 1>(pb, 4, p);
+        run<0, 0, 256, 8, 4, 4, 6, 1>(pb, 4, p);
+        run<0, 0, 128, 4, 4, 4, 4, 2>(pb, 4, p);
+        run<0, 0, 128, 8, 6, 6, 8, 1>(pb, 2, p);
+        run<0, 1, 128, 8, 4, 4, 8, 1>(pb, 2, p);
+        run<1, 0, 256, 8, 4, 4, 4, 1>(pb, 4, p);
+        run<2, 0, 256, 8, 4, 4, 4, 1>(pb, 4, p);
+        run<1, 0, 128, 4, 4, 4, 4, 2>(pb, 4, p);
+        run<2, 0, 128, 4, 4, 4, 4, 2>(pb, 4, p);
+        run<1, 1, 128, 8, 4, 4, 8, 1>(pb, 2, p);
+        run<2, 1, 128, 8, 4, 4, 8, 1>(pb, 2, p);
+    }
+    if (which == 2) { /* the activations' ring deeper than the weights'; MODE 3 at 8 and 16 decode warps per SM */
+        run<2, 0, 256, 8, 4, 8, 4, 1>(pb, 4, p);
+        run<3, 0, 256, 8, 4, 8, 4, 1>(pb, 4, p);
+        run<1, 0, 256, 8, 4, 8, 4, 1>(pb, 4, p);
+        run<0, 0, 256, 8, 4, 8, 6, 1>(pb, 4, p);
+        run<2, 0, 128, 4, 4, 6, 4, 2>(pb, 4, p);
+        run<3, 0, 128, 4, 4, 4, 4, 2>(pb, 4, p);
+        run<3, 0, 128, 8, 4, 4, 4, 2>(pb, 4, p);
+        run<3, 0, 256, 16, 4, 8, 4, 1>(pb, 4, p);
+    }
+    if (which == 1) { /* slots and ring depths around set 0's */
+        run<0, 0, 256, 8, 5, 5, 4, 1>(pb, 4, p);
+        run<0, 0, 256, 8, 3, 3, 4, 1>(pb, 4, p);
+        run<0, 0, 128, 8, 6, 6, 6, 1>(pb, 2, p);
+        run<0, 0, 128, 8, 4, 4, 8, 1>(pb, 2, p);
+        run<0, 0, 128, 4, 4, 4, 2, 2>(pb, 4, p);
+        run<0, 0, 128, 4, 3, 3, 4, 2>(pb, 4, p);
     }
     return 0;
 }
