@@ -18,16 +18,21 @@
  *   each stmatrix matrix is one conflict-free 128-byte row of banks), then fence.proxy.async and one
  *   arrival per warp on the slot's full barrier.
  * - No producer warp (a 13th warp would cap every thread at 128 registers: a quarter of the register
- *   file per 4-warp partition): MMA warp 0's lane 0 copies each chunk's activations (8 KB, laid out
- *   beforehand in the same core-matrix order) by one bulk copy into its slot, S - 1 chunks ahead, once
- *   the slot's MMAs are complete.
- * A slot holds one chunk: NW x 64 decoded weights and 64 x 64 activations; S slots. MODE 0 is the whole
+ *   file per 4-warp partition): MMA warp 0 copies each chunk's activations (8 KB, laid out beforehand in
+ *   the same core-matrix order) by one bulk copy into a ring of SA slots of their own, SA chunks ahead,
+ *   once every MMA warp has released the slot. The whole warp waits for that release: with lane 0
+ *   waiting alone (while the other 31 lanes went on to the next chunk's waits) set 2's MODE 3 hung on
+ *   the H200 (thirty-fourth session, call 6), and with the wait in a C++ loop that gives up after 2^20
+ *   tries every configuration ran 1.25-1.9x slower (calls 3 and 4), so neither is here.
+ * The decode warps' slots hold one chunk of NW x 64 decoded weights; S slots. MODE 0 is the whole
  * kernel; MODE 1 the same with the decode warps' global loads and decode left out (they store the
  * same registers every chunk: the MMAs, stores and activations alone); MODE 2 leaves the stores out too
  * (the MMAs and activations alone); MODE 3 is the whole kernel without the MMAs (each slot released once
- * it is full: the loads, decode and stores alone). The activations have their own ring of SA slots, so
- * that their copies can run further ahead than the weights' S slots (set 2; sets 0 and 1 were first run,
- * in the thirty-fourth session's call 1, with the activations in the weights' slots, SA = S).
+ * it is full: the loads, decode and stores alone). Sets 0 and 1 were first run (call 1, commit a809387)
+ * with the activations in the weights' slots (one ring, SA = S) and lane 0 of MMA warp 0 alone waiting
+ * for the release; those are the figures of BENCHMARKS.md's table. With the activations' own ring (lane
+ * 0 still waiting alone) set 0 ran 0.99-1.08x a809387's time at MODE 0 and 1.05-1.24x at MODE 2 (call
+ * 5), and the whole warp's wait took set 2's first MODE 2 from 55.9 to 63.1 us (calls 6 and 7).
  *
  * Checks (MODE 0): the sums of the splits' partials against a double-precision reference, and each
  * partial bitwise against mma.sync m16n8k16 with the same split and k-tile order (nvfp4_problem.cuh).
@@ -191,11 +196,12 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
         if (lane == 0) {
             wg_bar_arrive(&empty[i % S]);
             wg_bar_arrive(&empty_a[i % SA]);
-            if (warp == 0 && i + SA < n) {
-                wg_bar_wait(&empty_a[i % SA], (i / SA) & 1);
-                copy_act(i + SA);
-            }
         }
+        if (warp == 0 && i + SA < n) { /* the whole warp waits: no lane spins apart from the others */
+            wg_bar_wait(&empty_a[i % SA], (i / SA) & 1);
+            if (lane == 0) copy_act(i + SA);
+        }
+        __syncwarp();
     };
 #pragma unroll 1
     for (int i = 0; i < n; i++) {
@@ -288,6 +294,7 @@ int main(int argc, char **argv)
     mma_params p{};
     for (int i = 0; i < kPow2Count; i++) p.pow2[i] = 1u << kPow2Shifts[i];
     const int which = argc > 1 ? std::atoi(argv[1]) : 0;
+    std::setvbuf(stdout, nullptr, _IOLBF, 0); /* each line out before a later configuration can hang */
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     g_copy_gbs = copy_gbs();
