@@ -1,13 +1,5 @@
 #!/usr/bin/env bash
-# The split decode / MMA probe (scripts/probes/wgmma_split.cu) on the lent GPU machine: builds it for sm_90a
-# and runs the configuration sets given (default: 0), one line per configuration, into $OUT/split_SET.txt.
+# The split decode / MMA probe (scripts/probes/wgmma_split.cu) on the lent GPU machine: the configuration
+# sets given (default: 0), each at most 90 s, into $OUT/wgmma_split_SET.txt (scripts/gpu_probe_wgmma.sh).
 # Usage: scripts/gpu_probe_split.sh [SET...]
-set -uo pipefail
-. "$(dirname "$0")/gpu_lib.sh"
-stamp "build split probe"
-nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc -Iinclude -Iscripts/probes \
-    scripts/probes/wgmma_split.cu -o /tmp/wgmma_split > "$OUT/split_build.log" 2>&1 || { cat "$OUT/split_build.log"; exit 1; }
-for s in "${@:-0}"; do
-  stamp "set $s"
-  timeout 90 /tmp/wgmma_split "$s" 2>&1 | tee "$OUT/split_$s.txt"
-done
+PROBE=wgmma_split PROBE_TIMEOUT=90 exec "$(dirname "$0")/gpu_probe_wgmma.sh" "${@:-0}"

@@ -9,8 +9,8 @@
  * - References: the sums of a kernel's per-split partials against a double-precision product of the
  *   decoded weights (decoded as the kernels decode them); and each partial bitwise against mma.sync
  *   m16n8k16 with the same split and the same k-tile order on one accumulator per 8 columns.
- * - Timing: the median of 20 launches after 5, over copies of the weights of at least 512 MB in all
- *   (far more than the 50 MB L2), rotated. */
+ * - Timing (median_us, probe_check.cuh): over copies of the weights of at least 512 MB in all (far more
+ *   than the 50 MB L2), rotated. */
 #pragma once
 #include <cuda_runtime.h>
 
@@ -196,26 +196,3 @@ struct nvfp4_problem {
         return (int)rw.size();
     }
 };
-
-/* the median time of launch(r) in microseconds, 20 launches after 5 */
-template <class F>
-double median_us(F launch)
-{
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    std::vector<float> ts;
-    for (int r = 0; r < 25; r++) {
-        CK(cudaEventRecord(e0));
-        launch(r);
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaGetLastError());
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (r >= 5) ts.push_back(ms * 1000.0f);
-    }
-    cudaEventDestroy(e0), cudaEventDestroy(e1);
-    std::sort(ts.begin(), ts.end());
-    return (double)ts[ts.size() / 2];
-}

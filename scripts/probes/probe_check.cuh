@@ -1,5 +1,6 @@
 /* Shared by the probes in this folder (not part of qmm): CK(call) prints a failed CUDA call's error with
- * its place and exits 1; copy_gbs() is the device's copy bandwidth as qmm bench counts it. */
+ * its place and exits 1; median_us(launch) times launches; copy_gbs() is the device's copy bandwidth as
+ * qmm bench counts it. */
 #ifndef QMM_PROBE_CHECK_CUH
 #define QMM_PROBE_CHECK_CUH
 
@@ -19,6 +20,29 @@
         }                                                                                                          \
     } while (0)
 
+/* the median time of launch(r) in microseconds, 20 launches after 5 */
+template <class F>
+double median_us(F launch)
+{
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> ts;
+    for (int r = 0; r < 25; r++) {
+        CK(cudaEventRecord(e0));
+        launch(r);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        CK(cudaGetLastError());
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (r >= 5) ts.push_back(ms * 1000.0f);
+    }
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    std::sort(ts.begin(), ts.end());
+    return (double)ts[ts.size() / 2];
+}
+
 /* the device-to-device copy bandwidth in GB/s, counted as bytes read plus written (as qmm bench counts
  * it): the median of 20 copies of 256 MB after 5, alternating between two destinations */
 static inline double copy_gbs()
@@ -27,23 +51,9 @@ static inline double copy_gbs()
     uint8_t *buf = nullptr;
     CK(cudaMalloc(&buf, 3 * cb));
     CK(cudaMemset(buf, 1, 3 * cb));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    std::vector<float> ct;
-    for (int r = 0; r < 25; r++) {
-        CK(cudaEventRecord(e0));
-        CK(cudaMemcpyAsync(buf + cb * (r & 1), buf + 2 * cb, cb, cudaMemcpyDeviceToDevice));
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (r >= 5) ct.push_back(ms);
-    }
-    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    const double us = median_us([&](int r) { CK(cudaMemcpyAsync(buf + cb * (r & 1), buf + 2 * cb, cb, cudaMemcpyDeviceToDevice)); });
     CK(cudaFree(buf));
-    std::sort(ct.begin(), ct.end());
-    return 2.0 * cb / (ct[ct.size() / 2] * 1e-3) / 1e9;
+    return 2.0 * cb / (us * 1e-6) / 1e9;
 }
 
 #endif
