@@ -24,7 +24,9 @@
  *   waiting alone (while the other 31 lanes went on to the next chunk's waits) set 2's MODE 3 hung on
  *   the H200 (thirty-fourth session, call 6), and with the wait in a C++ loop that gives up after 2^20
  *   tries every configuration ran 1.25-1.9x slower (calls 3 and 4), so neither is here.
- * The decode warps' slots hold one chunk of NW x 64 decoded weights; S slots. MODE 0 is the whole
+ * The decode warps' slots hold G chunks of NW x 64 decoded weights (S slots), the activations' slots G
+ * chunks too (SA slots): one hand-over (barrier round trip, commit group of 4 G wgmmas) per G chunks
+ * (set 3; G = 1 elsewhere). MODE 0 is the whole
  * kernel; MODE 1 the same with the decode warps' global loads and decode left out (they store the
  * same registers every chunk: the MMAs, stores and activations alone); MODE 2 leaves the stores out too
  * (the MMAs and activations alone); MODE 3 is the whole kernel without the MMAs (each slot released once
@@ -73,15 +75,16 @@ __device__ __forceinline__ void stmatrix4(uint32_t addr, const uint32_t (&r)[4])
 
 /* shared memory: S weight slots, SA activation slots, then their full and empty barriers */
 template <int ORIENT, int NW, int ND, int S, int SA>
-constexpr size_t smem_of() { return (size_t)S * scfg<ORIENT, NW, ND>::w_slot + (size_t)SA * scfg<ORIENT, NW, ND>::a_slot + 16 * (S + SA); }
+constexpr size_t smem_of(int g) { return (size_t)g * (S * scfg<ORIENT, NW, ND>::w_slot + SA * scfg<ORIENT, NW, ND>::a_slot) + 16 * (S + SA); }
 
-template <int MODE, int ORIENT, int NW, int ND, int S, int SA, int D, int MINB>
+template <int MODE, int ORIENT, int NW, int ND, int S, int SA, int D, int MINB, int G>
 __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_kernel(mma_params p, split_args q)
 {
     using cf = scfg<ORIENT, NW, ND>;
     extern __shared__ __align__(1024) uint8_t sm[];
-    uint8_t *const act = sm + S * cf::w_slot;
-    uint64_t *full = reinterpret_cast<uint64_t *>(act + SA * cf::a_slot), *empty = full + S, *full_a = empty + S,
+    constexpr int WS = G * cf::w_slot, AS = G * cf::a_slot; /* a slot holds G chunks */
+    uint8_t *const act = sm + S * WS;
+    uint64_t *full = reinterpret_cast<uint64_t *>(act + SA * AS), *empty = full + S, *full_a = empty + S,
              *empty_a = full_a + SA;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int split = blockIdx.x % q.splits, sg = blockIdx.x / q.splits;
@@ -100,10 +103,10 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
     }
     __syncthreads();
     const uint32_t sbase = smem_addr(sm);
-    auto copy_act = [&](int i) { /* chunk i's activations into its slot (MMA warp 0, lane 0) */
+    auto copy_act = [&](int i) { /* group i's activations (G chunks) into its slot (MMA warp 0, lane 0) */
         const int s = i % SA;
-        wg_bar_expect(&full_a[s], cf::a_slot);
-        wg_copy(act + s * cf::a_slot, q.b + (size_t)(c0 + i) * cf::a_slot, cf::a_slot, &full_a[s], wg_policy(false));
+        wg_bar_expect(&full_a[s], AS);
+        wg_copy(act + s * AS, q.b + (size_t)(c0 + i * G) * cf::a_slot, AS, &full_a[s], wg_policy(false));
     };
     if (warp >= kDec0) { /* decode warps */
         constexpr int P = cf::spw;
@@ -144,18 +147,20 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
                     for (int j = 0; j < 4; j++) a[r][j][0] = d[r].x, a[r][j][1] = d[r].y, a[r][j][2] = d[r].z, a[r][j][3] = d[r].w;
                 }
             }
-            const int s = i % S;
-            if (i >= S) wg_bar_wait(&empty[s], ((i / S) - 1) & 1);
+            const int gi = i / G, within = i % G, s = gi % S; /* chunk i's group, place in it, slot */
+            if (within == 0 && gi >= S) wg_bar_wait(&empty[s], ((gi / S) - 1) & 1);
             if constexpr (MODE != 2) {
-                const uint32_t slot = sbase + s * cf::w_slot;
+                const uint32_t slot = sbase + s * WS + within * cf::w_slot;
 #pragma unroll
                 for (int r = 0; r < P; r++)
 #pragma unroll
                     for (int j = 0; j < 4; j++) stmatrix4(slot + lane_off[r] + j * 2 * (NW / 8) * 128, a[r][j]);
-                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                if (within == G - 1) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
             }
-            __syncwarp();
-            if (lane == 0) wg_bar_arrive(&full[s]);
+            if (within == G - 1) {
+                __syncwarp();
+                if (lane == 0) wg_bar_arrive(&full[s]);
+            }
         };
         auto reload = [&](int k, int i) {
             if constexpr (kLoad) {
@@ -189,22 +194,23 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
     float acc[cf::acc];
 #pragma unroll
     for (int i = 0; i < cf::acc; i++) acc[i] = 0.0f;
+    const int ng = n / G; /* groups of G chunks: one hand-over each */
     if (warp == 0 && lane == 0)
-        for (int i = 0; i < SA && i < n; i++) copy_act(i);
-    /* chunk i's slots are free: one arrival per MMA warp; warp 0 then refills the activations' slot */
+        for (int i = 0; i < SA && i < ng; i++) copy_act(i);
+    /* group i's slots are free: one arrival per MMA warp; warp 0 then refills the activations' slot */
     auto release = [&](int i) {
         if (lane == 0) {
             wg_bar_arrive(&empty[i % S]);
             wg_bar_arrive(&empty_a[i % SA]);
         }
-        if (warp == 0 && i + SA < n) { /* the whole warp waits: no lane spins apart from the others */
+        if (warp == 0 && i + SA < ng) { /* the whole warp waits: no lane spins apart from the others */
             wg_bar_wait(&empty_a[i % SA], (i / SA) & 1);
             if (lane == 0) copy_act(i + SA);
         }
         __syncwarp();
     };
 #pragma unroll 1
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < ng; i++) {
         const int s = i % S;
         wg_bar_wait(&full[s], (i / S) & 1);
         wg_bar_wait(&full_a[i % SA], (i / SA) & 1);
@@ -212,13 +218,14 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
             release(i);
             continue;
         }
-        const uint32_t ws = sbase + s * cf::w_slot, as = smem_addr(act) + (i % SA) * cf::a_slot;
+        const uint32_t ws = sbase + s * WS, as = smem_addr(act) + (i % SA) * AS;
         wg_fence();
         wg_fence_acc(acc);
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const uint64_t da = desc_of(as + j * 2 * (kM / 8) * 128, kM * 16, 128);
-            const uint64_t dwt = desc_of(ws + mw * 8 * 128 + j * 2 * (NW / 8) * 128, NW * 16, 128);
+        for (int j = 0; j < 4 * G; j++) { /* k-tile j % 4 of the group's chunk j / 4 */
+            const uint32_t h = j / 4, jj = j % 4;
+            const uint64_t da = desc_of(as + h * cf::a_slot + jj * 2 * (kM / 8) * 128, kM * 16, 128);
+            const uint64_t dwt = desc_of(ws + h * cf::w_slot + mw * 8 * 128 + jj * 2 * (NW / 8) * 128, NW * 16, 128);
             if constexpr (ORIENT == 0) wgmma_ss<NW>(acc, da, dwt);
             else wgmma_ss<64>(acc, dwt, da);
         }
@@ -244,13 +251,13 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
 
 static double g_copy_gbs;
 
-template <int MODE, int ORIENT, int NW, int ND, int S, int SA, int D, int MINB>
+template <int MODE, int ORIENT, int NW, int ND, int S, int SA, int D, int MINB, int G = 1>
 static void run(nvfp4_problem &pb, int splits, const mma_params &p)
 {
     using cf = scfg<ORIENT, NW, ND>;
-    auto kern = split_kernel<MODE, ORIENT, NW, ND, S, SA, D, MINB>;
+    auto kern = split_kernel<MODE, ORIENT, NW, ND, S, SA, D, MINB, G>;
     const int n = pb.n;
-    if (pb.chunks % splits || n % NW) {
+    if (pb.chunks % (splits * G) || n % NW) {
         std::printf("skip: %d chunks in %d splits, %d rows in CTAs of %d\n", pb.chunks, splits, n, NW);
         return;
     }
@@ -258,7 +265,7 @@ static void run(nvfp4_problem &pb, int splits, const mma_params &p)
     CK(cudaMalloc(&dout, (size_t)splits * kM * n * 4));
     CK(cudaMemset(dout, 0xff, (size_t)splits * kM * n * 4));
     split_args q{pb.dw, pb.ds, reinterpret_cast<const uint8_t *>(pb.db), dout, n, pb.chunks, pb.chunks / splits, splits};
-    const size_t smem = smem_of<ORIENT, NW, ND, S, SA>();
+    const size_t smem = smem_of<ORIENT, NW, ND, S, SA>(G);
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     cudaFuncAttributes fa;
     CK(cudaFuncGetAttributes(&fa, kern));
@@ -282,9 +289,9 @@ static void run(nvfp4_problem &pb, int splits, const mma_params &p)
         kern<<<grid, cf::threads, smem>>>(p, qr);
     });
     const double gbs = pb.weight_bytes() / us * 1e-3;
-    std::printf("MODE=%d ORIENT=%d NW=%d ND=%d S=%d SA=%d D=%d MINB=%d splits=%d grid=%d: %d regs, %d B spilled, %d CTAs/SM held | "
+    std::printf("MODE=%d ORIENT=%d NW=%d ND=%d S=%d SA=%d D=%d MINB=%d G=%d splits=%d grid=%d: %d regs, %d B spilled, %d CTAs/SM held | "
                 "%.1f us, %.0f TFLOP/s, %.0f GB/s (%.1f%% copy) | %s\n",
-                MODE, ORIENT, NW, ND, S, SA, D, MINB, splits, grid, fa.numRegs, (int)fa.localSizeBytes, held, us,
+                MODE, ORIENT, NW, ND, S, SA, D, MINB, G, splits, grid, fa.numRegs, (int)fa.localSizeBytes, held, us,
                 2.0 * kM * n * pb.kk / us * 1e-6, gbs, 100.0 * gbs / g_copy_gbs, check);
     cudaFree(dout);
 }
@@ -323,6 +330,17 @@ int main(int argc, char **argv)
         run<3, 0, 128, 4, 4, 4, 4, 2>(pb, 4, p);
         run<3, 0, 128, 8, 4, 4, 4, 2>(pb, 4, p);
         run<3, 0, 256, 16, 4, 8, 4, 1>(pb, 4, p);
+    }
+    if (which == 3) { /* G chunks per hand-over (slot, commit group, barrier round trip) */
+        run<2, 0, 256, 8, 4, 4, 4, 1, 1>(pb, 4, p);
+        run<2, 0, 256, 8, 2, 2, 4, 1, 2>(pb, 4, p);
+        run<2, 0, 256, 8, 2, 4, 4, 1, 2>(pb, 4, p);
+        run<2, 0, 256, 8, 1, 2, 4, 1, 4>(pb, 4, p);
+        run<1, 0, 256, 8, 2, 2, 4, 1, 2>(pb, 4, p);
+        run<0, 0, 256, 8, 2, 2, 6, 1, 2>(pb, 4, p);
+        run<0, 0, 256, 8, 4, 4, 6, 1, 1>(pb, 4, p);
+        run<2, 0, 128, 4, 2, 2, 4, 2, 2>(pb, 4, p);
+        run<0, 0, 128, 4, 2, 2, 4, 2, 2>(pb, 4, p);
     }
     if (which == 1) { /* slots and ring depths around set 0's */
         run<0, 0, 256, 8, 5, 5, 4, 1>(pb, 4, p);
