@@ -256,6 +256,9 @@ static void run(nvfp4_problem &pb, int splits, const mma_params &p)
 {
     using cf = scfg<ORIENT, NW, ND>;
     auto kern = split_kernel<MODE, ORIENT, NW, ND, S, SA, D, MINB, G>;
+    /* a slot is released one group late (after the next group's MMAs are issued), so one weight slot
+     * deadlocks: the thirty-fourth session's call 8 ran S = 1 and hung there */
+    static_assert(S >= 2 && SA >= 2, "two slots or more in each ring");
     const int n = pb.n;
     if (pb.chunks % (splits * G) || n % NW) {
         std::printf("skip: %d chunks in %d splits, %d rows in CTAs of %d\n", pb.chunks, splits, n, NW);
@@ -335,7 +338,6 @@ int main(int argc, char **argv)
         run<2, 0, 256, 8, 4, 4, 4, 1, 1>(pb, 4, p);
         run<2, 0, 256, 8, 2, 2, 4, 1, 2>(pb, 4, p);
         run<2, 0, 256, 8, 2, 4, 4, 1, 2>(pb, 4, p);
-        run<2, 0, 256, 8, 1, 2, 4, 1, 4>(pb, 4, p);
         run<1, 0, 256, 8, 2, 2, 4, 1, 2>(pb, 4, p);
         run<0, 0, 256, 8, 2, 2, 6, 1, 2>(pb, 4, p);
         run<0, 0, 256, 8, 4, 4, 6, 1, 1>(pb, 4, p);
