@@ -8,8 +8,8 @@
  * - MMA warpgroups (first). ORIENT 0: one warpgroup, wgmma m64nNWk16 with the activations as A (64 rows)
  *   and the decoded weights as B (NW rows), both from shared memory. ORIENT 1: NW / 64 warpgroups, each
  *   wgmma m64n64k16 with its 64 weight rows as A and the activations as B (the library's orientation).
- *   Per chunk (64 columns of K): wait for the slot, four wgmmas (k-tiles in order), commit, wait until
- *   the chunk before is complete and release its slot.
+ *   Per group of G chunks (64 columns of K each): wait for the slots, 4 G wgmmas (k-tiles in order),
+ *   commit, wait until the group before is complete and release its slots.
  * - ND decode warps, each owning NW / 16 / ND strips: a register ring of the next D tiles (and scale words)
  *   per strip from global memory (evict-first loads, as the library's GEMV), each tile decoded as the
  *   library decodes (decode_ktile) into m16n8k16 A fragments, which are exactly stmatrix.x4's four 8x8
@@ -26,8 +26,7 @@
  *   tries every configuration ran 1.25-1.9x slower (calls 3 and 4), so neither is here.
  * The decode warps' slots hold G chunks of NW x 64 decoded weights (S slots), the activations' slots G
  * chunks too (SA slots): one hand-over (barrier round trip, commit group of 4 G wgmmas) per G chunks
- * (set 3; G = 1 elsewhere). MODE 0 is the whole
- * kernel; MODE 1 the same with the decode warps' global loads and decode left out (they store the
+ * (set 3; G = 1 elsewhere). MODE 0 is the whole kernel; MODE 1 the same with the decode warps' global loads and decode left out (they store the
  * same registers every chunk: the MMAs, stores and activations alone); MODE 2 leaves the stores out too
  * (the MMAs and activations alone); MODE 3 is the whole kernel without the MMAs (each slot released once
  * it is full: the loads, decode and stores alone). Sets 0 and 1 were first run (call 1, commit a809387)
