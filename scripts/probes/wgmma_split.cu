@@ -26,8 +26,9 @@
  *   tries every configuration ran 1.25-1.9x slower (calls 3 and 4), so neither is here.
  * The decode warps' slots hold G chunks of NW x 64 decoded weights (S slots), the activations' slots G
  * chunks too (SA slots): one hand-over (barrier round trip, commit group of 4 G wgmmas) per G chunks
- * (set 3; G = 1 elsewhere). MODE 0 is the whole kernel; MODE 1 the same with the decode warps' global loads and decode left out (they store the
- * same registers every chunk: the MMAs, stores and activations alone); MODE 2 leaves the stores out too
+ * (set 3; G = 1 elsewhere). MODE 0 is the whole kernel; MODE 1 the same with the decode warps' global
+ * loads and decode left out (they store the same registers every chunk: the MMAs, stores and
+ * activations alone); MODE 2 leaves the stores out too
  * (the MMAs and activations alone); MODE 3 is the whole kernel without the MMAs (each slot released once
  * it is full: the loads, decode and stores alone). Sets 0 and 1 were first run (call 1, commit a809387)
  * with the activations in the weights' slots (one ring, SA = S) and lane 0 of MMA warp 0 alone waiting
