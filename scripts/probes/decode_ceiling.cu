@@ -122,12 +122,6 @@ probe make(const char *name, int splits)
     return {name, ENC, MODE, NB, D, MINB, splits, ceiling_kernel<ENC, MODE, NB, D, MINB>};
 }
 
-static float median(std::vector<float> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 int main()
 {
     const size_t per_copy = std::max(copy_bytes<QMM__ENC_NVFP4>(), copy_bytes<QMM__ENC_FP8>());
@@ -146,9 +140,6 @@ int main()
     for (int i = 0; i < kPow2Count; i++) p.pow2[i] = 1u << kPow2Shifts[i];
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
 
     const double copy_gbs = ::copy_gbs(); /* probe_check.cuh */
     std::printf("device %s, %d SMs; copy bandwidth %.0f GB/s; shape (8192, 28672): NVFP4 %.1f MB with scales, FP8 %.1f MB\n",
@@ -178,19 +169,13 @@ int main()
         int held = 0;
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&held, pr.kernel, 256, 0));
         const int cps = (chunks + pr.splits - 1) / pr.splits, grid = (kStrips / 8) * pr.splits;
-        std::vector<float> t;
-        for (int r = 0; r < 35; r++) {
-            const uint8_t *base = dev + (r % kCopies) * per_copy;
-            CK(cudaEventRecord(e0));
-            pr.kernel<<<grid, 256>>>(p, reinterpret_cast<const uint4 *>(base), base + wbytes, pr.splits, cps, out);
-            CK(cudaEventRecord(e1));
-            CK(cudaEventSynchronize(e1));
-            CK(cudaGetLastError());
-            float ms;
-            CK(cudaEventElapsedTime(&ms, e0, e1));
-            if (r >= 5) t.push_back(ms);
-        }
-        const double us = median(t) * 1e3, gbs = bytes / (us * 1e-6) / 1e9;
+        const double us = median_us( /* probe_check.cuh: the median of 30 launches after 5 */
+            [&](int r) {
+                const uint8_t *base = dev + (r % kCopies) * per_copy;
+                pr.kernel<<<grid, 256>>>(p, reinterpret_cast<const uint4 *>(base), base + wbytes, pr.splits, cps, out);
+            },
+            30, 5);
+        const double gbs = bytes / (us * 1e-6) / 1e9;
         std::printf("%-6s %-8s %3d %2d %4d %6d %5d %4d %6d %9.1f %8.0f %6.1f\n", nv ? "nvfp4" : "fp8", pr.name, pr.nb, pr.d,
                     pr.minb, pr.splits, held, fa.numRegs, (int)fa.localSizeBytes, us, gbs, 100.0 * gbs / copy_gbs);
         if (pr.mode == 0 && pr.splits == 8) { /* MODE 0's fold: warp w of CTA 0 folds strip w's first cps tiles */

@@ -20,15 +20,15 @@
         }                                                                                                          \
     } while (0)
 
-/* the median time of launch(r) in microseconds, 20 launches after 5 */
+/* the median time of launch(r) in microseconds: `runs` launches timed after `warm` */
 template <class F>
-double median_us(F launch)
+double median_us(F launch, int runs = 20, int warm = 5)
 {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     std::vector<float> ts;
-    for (int r = 0; r < 25; r++) {
+    for (int r = 0; r < warm + runs; r++) {
         CK(cudaEventRecord(e0));
         launch(r);
         CK(cudaEventRecord(e1));
@@ -36,7 +36,7 @@ double median_us(F launch)
         CK(cudaGetLastError());
         float ms;
         CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (r >= 5) ts.push_back(ms * 1000.0f);
+        if (r >= warm) ts.push_back(ms * 1000.0f);
     }
     cudaEventDestroy(e0), cudaEventDestroy(e1);
     std::sort(ts.begin(), ts.end());

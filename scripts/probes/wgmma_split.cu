@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
              *empty_a = full_a + SA;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int split = blockIdx.x % q.splits, sg = blockIdx.x / q.splits;
-    const int c0 = split * q.cps, n = q.cps;
+    const int c0 = split * q.cps, nc = q.cps; /* chunks of this CTA */
     constexpr int kDec0 = cf::nmw * 4;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; s++) {
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
             for (int r = 0; r < P; r++) {
                 ring[k][r] = make_uint4(lane, k, r, 0x3f803f80u);
                 sring[k][r] = make_uint2(0x7f7f7f7fu, 0x7f7f7f7fu);
-                if (kLoad && k < n) {
+                if (kLoad && k < nc) {
                     ring[k][r] = __ldcs(dq[r] + k * 32);
                     sring[k][r] = load_scales<QMM__ENC_NVFP4>(sq[r] + k * 64);
                 }
@@ -173,19 +173,19 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
         };
         int c = 0;
 #pragma unroll 1
-        for (; c + 2 * D <= n; c += D)
+        for (; c + 2 * D <= nc; c += D)
 #pragma unroll
             for (int k = 0; k < D; k++) {
                 tile(c + k, ring[k], sring[k]);
                 reload(k, c + k + D);
             }
 #pragma unroll 1
-        for (; c < n; c += D)
+        for (; c < nc; c += D)
 #pragma unroll
             for (int k = 0; k < D; k++)
-                if (c + k < n) {
+                if (c + k < nc) {
                     tile(c + k, ring[k], sring[k]);
-                    if (c + k + D < n) reload(k, c + k + D);
+                    if (c + k + D < nc) reload(k, c + k + D);
                 }
         return;
     }
@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(scfg<ORIENT, NW, ND>::threads, MINB) split_ker
     float acc[cf::acc];
 #pragma unroll
     for (int i = 0; i < cf::acc; i++) acc[i] = 0.0f;
-    const int ng = n / G; /* groups of G chunks: one hand-over each */
+    const int ng = nc / G; /* groups of G chunks: one hand-over each */
     if (warp == 0 && lane == 0)
         for (int i = 0; i < SA && i < ng; i++) copy_act(i);
     /* group i's slots are free: one arrival per MMA warp; warp 0 then refills the activations' slot */
