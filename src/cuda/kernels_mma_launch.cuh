@@ -98,52 +98,58 @@ static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()
     return fn;
 }
 
-/* A 2-D tensor map of `rows` rows of row_bytes bytes at base, in elements of `type` (elem bytes), read in
- * boxes of box_bytes x box_rows; false where the driver refuses it (e.g. base not 16-byte aligned). */
-static bool tensor_map_2d(CUtensorMap &m, const void *base, CUtensorMapDataType type, int elem, uint64_t row_bytes,
-                          uint64_t rows, uint32_t box_bytes, uint32_t box_rows)
+/* A 2-D tensor map of `rows` rows of `cols` elements of `type` at base, stride bytes apart,
+ * read in boxes of box_cols x box_rows elements (zeros past the edges), written to shared memory in
+ * `swizzle`; false where the driver refuses it (e.g. base or stride not a multiple of 16 bytes). */
+static bool tensor_map_2d(CUtensorMap &m, const void *base, CUtensorMapDataType type, uint64_t cols, uint64_t rows,
+                          uint64_t stride, uint32_t box_cols, uint32_t box_rows,
+                          CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE)
 {
     const auto encode = tensor_map_encoder();
-    const cuuint64_t dim[2] = {row_bytes / elem, rows}, stride[1] = {row_bytes};
-    const cuuint32_t box[2] = {box_bytes / elem, box_rows}, step[2] = {1, 1};
-    return encode && encode(&m, type, 2, const_cast<void *>(base), dim, stride, box, step,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    const cuuint64_t dim[2] = {cols, rows}, strides[1] = {stride};
+    const cuuint32_t box[2] = {box_cols, box_rows}, step[2] = {1, 1};
+    return encode && encode(&m, type, 2, const_cast<void *>(base), dim, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            swizzle, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-/* The WG producer's tensor maps of p's weights and scales (wg_maps; maps.on = 0 where either cannot be
- * made: the producer then copies each strip on its own). One tensor copy per stage for all 8 strips
- * instead of one per strip (and one per strip's scales), on the H200 (BENCHMARKS.md, twentieth
- * session): E2M1 10-22% faster at M = 33..128 on every default shape, E4M3 1-8%; 256-byte L2
- * promotion changed nothing, so the maps take none. QMM_CUDA_WGTMAP=0 (a knob for tests and benchmarks):
- * no maps. */
-template <int ENC>
+/* The WG producer's tensor maps for CTAs of ROWS rows (wg_maps).
+ * - p's weights and scales (maps.on = 0 where either cannot be made: the producer then copies each strip
+ *   on its own). One tensor copy per stage for all 8 strips instead of one per strip (and one per
+ *   strip's scales), on the H200 (BENCHMARKS.md, twentieth session): E2M1 10-22% faster at M = 33..128
+ *   on every default shape, E4M3 1-8%; 256-byte L2 promotion changed nothing, so the maps take none.
+ *   QMM_CUDA_WGTMAP=0 (a knob for tests and benchmarks): no maps.
+ * - A (maps.a_on), where its rows are 16-byte aligned (p.aligned): boxes of kWgBoxK columns and ROWS
+ *   rows in the 128-byte swizzle, so that wg_stage_a does not run. QMM_CUDA_WGAMAP=0 (a knob for tests
+ *   and benchmarks): wg_stage_a's layout always. */
+template <int ENC, int ROWS>
 static wg_maps wg_maps_for(const mma_params &p)
 {
-    static const bool knob = knob_int("QMM_CUDA_WGTMAP", 1) != 0;
+    static const bool knob = knob_int("QMM_CUDA_WGTMAP", 1) != 0, knob_a = knob_int("QMM_CUDA_WGAMAP", 1) != 0;
     constexpr int chunks = wg_stage_chunks<ENC>(), st = enc_traits<ENC>::scale_tile;
     wg_maps m{};
-    if (!knob || !tensor_map_2d(m.w, p.data, CU_TENSOR_MAP_DATA_TYPE_UINT64, 8, (uint64_t)p.chunks * 512,
-                                (uint64_t)p.strips, chunks * 512, kWarps))
-        return wg_maps{};
-    if (st > 0 && !tensor_map_2d(m.s, p.scales, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, (uint64_t)p.chunks * st,
-                                 (uint64_t)p.strips, chunks * st, kWarps))
-        return wg_maps{};
-    m.on = 1;
+    m.on = knob &&
+           tensor_map_2d(m.w, p.data, CU_TENSOR_MAP_DATA_TYPE_UINT64, (uint64_t)p.chunks * 64, (uint64_t)p.strips,
+                         (uint64_t)p.chunks * 512, chunks * 64, kWarps) &&
+           (st == 0 || tensor_map_2d(m.s, p.scales, CU_TENSOR_MAP_DATA_TYPE_UINT8, (uint64_t)p.chunks * st,
+                                     (uint64_t)p.strips, (uint64_t)p.chunks * st, chunks * st, kWarps));
+    m.a_on = knob_a && p.aligned &&
+             tensor_map_2d(m.a, p.a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (uint64_t)p.k, (uint64_t)p.m, (uint64_t)p.lda * 2,
+                           kWgBoxK, ROWS, CU_TENSOR_MAP_SWIZZLE_128B);
     return m;
 }
 
 /* The WG kernel's launch (kernels_mma_wg.cuh): grid CTAs of kernel<ENC, ROWS, true> in clusters of
  * `cluster`, the splits of one piece of W, which then reduce their sums in distributed shared memory (a
  * cluster of one: the epilogue from shared memory); cluster 0: kernel<ENC, ROWS, false> without
- * clusters, finish_unit's reduction through the workspace. pdl: as a dependent launch of wg_stage_a
- * (the kernel's producer requests its first stages' weights before it waits for that grid). */
+ * clusters, finish_unit's reduction through the workspace. a_laid: wg_stage_a's output where maps
+ * has no map of A. pdl: as a dependent launch of the kernel before it, wg_stage_a or where A has a map
+ * the stream's last (the kernel's producer requests its first stages' weights before it waits for that
+ * grid). */
 template <int ENC, int ROWS>
 static cudaError_t launch_wg_kernel(long long grid, cudaStream_t s, int cluster, bool pdl, const mma_params &p,
-                                    const uint8_t *a_laid)
+                                    const uint8_t *a_laid, const wg_maps &maps)
 {
     constexpr size_t smem = wg_config<ENC, ROWS>::bytes;
-    const wg_maps maps = wg_maps_for<ENC>(p);
     if (cluster == 0)
         return launch_kernel(mma_kernel_wg<ENC, ROWS, false>, grid, wg_threads<ROWS>(), smem, s, pdl, p, a_laid, maps);
     cudaLaunchAttribute at[3];
@@ -345,9 +351,10 @@ static wg_plan wg_plan_of(const mma_params &q, int rows, const wg_room &room, in
 }
 
 /* The WG variant (kernels_mma_wg.cuh) as planned (wg_plan_of), in CTAs of ROWS rows of A (64: one M
- * tile; 128: two); the activations laid out in the workspace after the partials. cudaErrorNotSupported
- * (nothing launched) where the workspace cannot hold both: the caller runs PIPE or STEP instead, which
- * give the same bits. pdl: the kernel as a dependent launch of the layout pass (launch_wg_kernel). */
+ * tile; 128: two); the activations copied by tensor map where it can be made (wg_maps_for), else laid
+ * out in the workspace after the partials (wg_stage_a). cudaErrorNotSupported (nothing launched) where
+ * the workspace cannot hold what it needs: the caller runs PIPE or STEP instead, which give the same
+ * bits. pdl: the kernel as a dependent launch (launch_wg_kernel). */
 template <int ENC, int ROWS>
 cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, bool pdl)
 {
@@ -356,13 +363,17 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
     const size_t mstride = p.m < cf::tile_rows ? (size_t)p.m : (size_t)cf::tile_rows;
     const size_t part_bytes = ((size_t)p.mtiles * p.strips * p.splits * mstride * 16 * sizeof(float) + 255) / 256 * 256;
     const size_t groups = (size_t)(p.mtiles + cf::tiles - 1) / cf::tiles; /* CTAs per (strip group, split) */
-    const size_t a_bytes = groups * p.chunks * cf::chunk_a;
+    const wg_maps maps = wg_maps_for<ENC, ROWS>(p);
+    const size_t a_bytes = maps.a_on ? 0 : groups * p.chunks * cf::chunk_a;
     if (part_bytes + a_bytes > partial_floats * sizeof(float)) return cudaErrorNotSupported;
-    uint8_t *a_laid = reinterpret_cast<uint8_t *>(p.partials) + part_bytes;
-    const size_t pieces = a_bytes / 16;
-    wg_stage_a<ENC, ROWS><<<(unsigned)((pieces + 255) / 256), 256, 0, s>>>(p, reinterpret_cast<uint4 *>(a_laid));
+    uint8_t *a_laid = nullptr;
+    if (!maps.a_on) {
+        a_laid = reinterpret_cast<uint8_t *>(p.partials) + part_bytes;
+        const size_t pieces = a_bytes / 16;
+        wg_stage_a<ENC, ROWS><<<(unsigned)((pieces + 255) / 256), 256, 0, s>>>(p, reinterpret_cast<uint4 *>(a_laid));
+    }
     const long long grid = (long long)strip_groups(p.strips) * p.splits * (long long)groups;
-    const cudaError_t e = launch_wg_kernel<ENC, ROWS>(grid, s, w.cluster, pdl, p, a_laid);
+    const cudaError_t e = launch_wg_kernel<ENC, ROWS>(grid, s, w.cluster, pdl, p, a_laid, maps);
     const cudaError_t last = cudaGetLastError();
     return e != cudaSuccess ? e : last;
 }

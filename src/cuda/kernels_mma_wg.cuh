@@ -7,7 +7,8 @@
  * (unit_of). Warp 8 is the producer: it streams the strips' weight tiles and scales (the prepared
  * layout, README.md) and the group's activations into a ring of shared-memory stages of 128 columns of
  * K (wg_config), by bulk copies (one tensor copy of all 8 strips' weights and one of their scales where wg_maps has maps, else one
- * cp.async.bulk per strip; one for the activations) that complete on the stage's `full` mbarrier;
+ * cp.async.bulk per strip; one or two for the activations: below) that complete on the stage's `full`
+ * mbarrier;
  * each consumer warp frees a stage on its `empty` mbarrier once the MMAs that read it are complete.
  * Each consumer warp decodes its strip's 16 bytes per lane per tile exactly as the other variants do
  * (decode_ktile) into wgmma's register A fragments (a warp's part of them has mma.m16n8k16's A
@@ -19,11 +20,12 @@
  * (two for E4M3 at 256 rows), one buffer of A fragments per warp, the two warpgroups taking turns at the
  * MMAs (wg_turn_wait).
  *
- * The activations are laid out first, by wg_stage_a, into the workspace past the partials in wgmma's
- * no-swizzle K-major order: per ROWS-row tile and chunk, eight 8-column groups, each of ROWS / 8 8-row
- * core matrices of 128 bytes (rows past M and columns past K zero). A descriptor's leading byte offset
- * is the step between 8-column groups (ROWS * 16 bytes), its stride byte offset the step between 8-row
- * groups (128).
+ * The activations: each stage's in boxes of 64 columns (kWgBoxK) of the CTA's rows in wgmma's K-major
+ * layout with the 128-byte swizzle, rows past M and columns past K zero. Where A's rows are 16-byte
+ * aligned the producer copies them from A itself by a tensor map (wg_maps.a; the copy writes the swizzle),
+ * else wg_stage_a lays A out that way in the workspace past the partials first and the producer copies
+ * that. A descriptor's start address is a box's (a multiple of 1024 bytes) plus 32 bytes per k-tile, its
+ * stride byte offset the step between 8-row groups (1024: eight rows of 128 bytes).
  *
  * The end of a unit: where one wave of clusters holds them (wg_plan_of), the splits of one piece of W
  * run as one thread-block cluster and add their sums through distributed shared memory
@@ -73,6 +75,12 @@ constexpr int kWgThreads = kThreads + 32;  /* two consumer warpgroups and the pr
 template <int ROWS>
 __host__ __device__ constexpr int wg_threads() { return ROWS > 2 * kWgRows ? kThreads + 128 : kWgThreads; }
 constexpr int kWgSmemMax = 227 * 1024;     /* dynamic shared memory a CTA may opt into on sm_90 */
+/* A in shared memory: boxes of kWgBoxK columns of all the CTA's rows, each row 128 bytes in wgmma's
+ * 128-byte swizzle (K-major): the 16-byte piece q of row r at q ^ (r % 8), a pattern that repeats every 8
+ * rows, 1024 bytes (kWgAlign), from an address that is a multiple of it. The tensor copy writes that
+ * layout (CU_TENSOR_MAP_SWIZZLE_128B), and wg_stage_a writes it to global memory where there is no map. */
+constexpr int kWgBoxK = 64;
+constexpr int kWgAlign = 1024;
 
 /* Chunks (weight tiles of one strip) per stage of the encoding: 2 of 64 columns (E2M1), 4 of 32 (E4M3).
  * A unit that restarts its sum does so at a stage's start, so its half is a multiple of this. */
@@ -100,36 +108,42 @@ struct wg_config {
     static constexpr int tile_rows = wg_tile_rows(ROWS); /* rows of A per M tile (p.mtiles) */
     static constexpr int tiles = ROWS / tile_rows;  /* M tiles per CTA */
     static constexpr int chunk_a = ROWS * tile_k * 2; /* bytes of one chunk of laid-out A */
+    static constexpr int box_a = ROWS * kWgBoxK * 2;  /* bytes of one box of A (wg_stage_a) */
+    static constexpr int a_bytes = chunks * chunk_a;  /* a stage's A, first in it (1024-byte aligned) */
     static constexpr int w_bytes = kWarps * chunks * 512;
     static constexpr int s_bytes = kWarps * chunks * scale_tile;
-    static constexpr int stage = w_bytes + s_bytes + chunks * chunk_a;
+    static constexpr int stage = (a_bytes + w_bytes + s_bytes + 1023) / 1024 * 1024;
     /* 192 and 256 rows: as many stages as sm_90's 227 KB per CTA hold, at most three (192 rows: E2M1
-     * three of 57 KB, E4M3 three of 64 KB; 256 rows: E2M1 three of 74 KB, E4M3 two of 80 KB) */
-    static constexpr int fit = (kWgSmemMax - 64) / stage;
+     * three of 57 KB, E4M3 three of 64 KB; 256 rows: E2M1 three of 73 KB, E4M3 two of 80 KB) */
+    static constexpr int fit = (kWgSmemMax - 64 - kWgAlign) / stage;
     static constexpr int stages = ROWS <= kWgRows ? 3 : ROWS == 2 * kWgRows ? 4 : fit < 3 ? fit : 3;
-    static constexpr int bytes = stages * stage + 2 * stages * 8; /* and the mbarriers */
+    /* and the mbarriers, and room to align the ring to kWgAlign bytes (the swizzled layout's repeat) */
+    static constexpr int bytes = stages * stage + 2 * stages * 8 + kWgAlign;
     /* 192 and 256 rows: one buffer of A fragments, the warpgroups taking turns. At 232 registers two buffers
      * compile too (no spill, no serialization), but on the H200 they were level for E2M1 and 4-7% slower
      * for E4M3 (BENCHMARKS.md, thirtieth session, call 6) */
     static constexpr bool single = ROWS > 2 * kWgRows;
-    static_assert(half * ktiles == 4, "a half stage is four k-tiles");
+    static_assert(half * ktiles == 4 && half * chunk_a == box_a, "a half stage is four k-tiles, one box of A");
     static_assert(stages >= 2 && bytes <= kWgSmemMax, "at least two stages in a CTA's shared memory");
-    static_assert(stage % 128 == 0 && (w_bytes + s_bytes) % 128 == 0, "stages and their parts 128-byte aligned");
+    static_assert(a_bytes % kWgAlign == 0 && kWgStageK % kWgBoxK == 0 && (a_bytes + w_bytes) % 128 == 0,
+                  "A's boxes 1024-byte aligned, the weights and scales 128-byte aligned");
 };
 
-/* Lays A out for the WG kernel in tiles of ROWS rows: one 16-byte piece (8 columns of one row) per
- * thread; dst holds ceil(mtiles / wg_config::tiles) * chunks * wg_config::chunk_a bytes (p.mtiles counts
- * tiles of wg_config::tile_rows rows). */
+/* Lays A out for the WG kernel where its producer cannot copy A by tensor map (wg_maps.a_on = 0: rows of
+ * A not 16-byte aligned, or QMM_CUDA_WGAMAP=0): per tile of ROWS rows, boxes of kWgBoxK columns in the
+ * shared-memory layout (kWgBoxK), rows past M and columns past K zero; one 16-byte piece per thread.
+ * dst holds ceil(mtiles / wg_config::tiles) * chunks * wg_config::chunk_a bytes (p.mtiles counts tiles of
+ * wg_config::tile_rows rows); the producer copies them as they are. */
 template <int ENC, int ROWS> /* one instance per translation unit (encoding) */
 __global__ void __launch_bounds__(256) wg_stage_a(mma_params p, uint4 *dst)
 {
-    constexpr int T = wg_config<ENC, ROWS>::tiles, G = enc_traits<ENC>::tile_k / 8; /* 8-column groups per chunk */
-    const size_t v = (size_t)blockIdx.x * 256 + threadIdx.x, per_tile = (size_t)p.chunks * (ROWS * G);
+    constexpr int T = wg_config<ENC, ROWS>::tiles, P = kWgBoxK / 8; /* 16-byte pieces per row of a box */
+    const size_t v = (size_t)blockIdx.x * 256 + threadIdx.x, per_tile = (size_t)p.chunks * enc_traits<ENC>::tile_k / 8 * ROWS;
     pdl_launch_dependents(); /* the WG kernel, a dependent launch, may start now: it waits before it reads dst */
     if (v >= per_tile * ((p.mtiles + T - 1) / T)) return;
     const int tile = (int)(v / per_tile), rest = (int)(v % per_tile);
-    const int c = rest / (ROWS * G), kc = (rest / ROWS) % G, ng = (rest / 8) % (ROWS / 8), r = rest % 8;
-    dst[v] = load_a8(p, tile * ROWS + ng * 8 + r, c * G * 8 + kc * 8);
+    const int b = rest / (ROWS * P), r = (rest / P) % ROWS, q = (rest % P) ^ (r % 8); /* piece rest % P holds q */
+    dst[v] = load_a8(p, tile * ROWS + r, b * kWgBoxK + q * 8);
 }
 
 /* The PTX of the variant (sm_90, wgmma sm_90a): used only by code compiled for it (the kernel below
@@ -193,10 +207,13 @@ __device__ __forceinline__ void wg_copy(void *dst, const void *src, uint32_t byt
 /* The WG producer's tensor maps (wg_maps_for): the prepared weights and their block scales as 2-D tensors of
  * p.strips rows (a strip's tiles are one row of p.chunks * 512 bytes, its scales one of p.chunks *
  * scale_tile), so that one bulk tensor copy brings a stage of all 8 strips of a CTA, where one copy per
- * strip did. on = 0: no maps (unavailable or switched off), one copy per strip. */
+ * strip did. on = 0: no maps (unavailable or switched off), one copy per strip. And A as a 2-D tensor
+ * of M rows of K bf16 (a_on; its rows 16-byte aligned), read in boxes of kWgBoxK columns and ROWS rows in the
+ * 128-byte swizzle, so that no layout pass runs before the kernel; a_on = 0: wg_stage_a's layout, copied as
+ * it is. */
 struct wg_maps {
-    CUtensorMap w, s;
-    int on;
+    CUtensorMap w, s, a;
+    int on, a_on;
 };
 /* box (x, y) of a 2-D tensor map to shared memory, completing on mbarrier b (as wg_copy; boxes past the
  * tensor's edge are filled with zeros and count in full) */
@@ -225,6 +242,16 @@ __device__ __forceinline__ uint32_t wg_desc_lo(uint32_t addr)
     return ((addr & 0x3ffff) >> 4) | (((ROWS * 16) >> 4) << 16);
 }
 __device__ __forceinline__ uint64_t wg_desc_of(uint32_t lo) { return (uint64_t)lo | ((uint64_t)(128 >> 4) << 32); }
+/* The same for the library's kernel, whose A is in boxes of the 128-byte swizzle (kWgBoxK): the low word
+ * of the descriptor of the box at shared address addr, a multiple of kWgAlign (LBO 1: this layout does not
+ * read it), and the descriptor of a low word (SBO 1024, the step between 8-row groups; layout type 1, the
+ * 128-byte swizzle, in bits 62-63). A k-tile 16 columns further along a box starts 32 bytes later: 2 in the
+ * address field, within the row, where the swizzle (of address bits 4-6 by bits 7-9) stays the box's. */
+__device__ __forceinline__ uint32_t wg_desc_sw_lo(uint32_t addr) { return ((addr & 0x3ffff) >> 4) | (1u << 16); }
+__device__ __forceinline__ uint64_t wg_desc_sw_of(uint32_t lo)
+{
+    return (uint64_t)lo | ((uint64_t)((kWgAlign >> 4) | (1u << 30)) << 32);
+}
 /* The turns of the two consumer warpgroups (256-row CTAs): warpgroup w waits for its turn on named
  * barrier 1 + w, which completes when the other warpgroup's 128 threads have passed it the turn
  * (bar.arrive) */
@@ -372,8 +399,9 @@ __device__ __forceinline__ void wg_reduce_cluster(const mma_params &p, const flo
     }
 }
 
-/* The WG kernel (see the top of this file): ROWS rows of A per CTA (wg_config). a_laid: wg_stage_a's
- * output for the same ROWS. maps: the weights' and scales' tensor maps (wg_maps_for), or none. */
+/* The WG kernel (see the top of this file): ROWS rows of A per CTA (wg_config). maps: the tensor maps of
+ * the weights and scales and of A (wg_maps_for), or none; a_laid: where there is none of A, wg_stage_a's
+ * output for the same ROWS (else null). */
 template <int ENC, int ROWS = kWgRows, bool CLUSTER = false>
 __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
     mma_kernel_wg(mma_params p, const uint8_t *a_laid, const __grid_constant__ wg_maps maps)
@@ -383,7 +411,9 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
     constexpr int kStages = cf::stages, T = cf::tiles, TR = cf::tile_rows;
     static_assert(kWarps * (ROWS / 2) * 33 * 4 <= kStages * cf::stage, "the cluster reduction's staging fits in the ring");
     extern __shared__ __align__(128) uint8_t smem_wg[];
-    uint64_t *full = reinterpret_cast<uint64_t *>(smem_wg + kStages * cf::stage), *empty = full + kStages;
+    /* the ring from the first multiple of kWgAlign (cf::bytes leaves room for it) */
+    uint8_t *const ring = smem_wg + ((kWgAlign - (smem_addr(smem_wg) & (kWgAlign - 1))) & (kWgAlign - 1));
+    uint64_t *full = reinterpret_cast<uint64_t *>(ring + kStages * cf::stage), *empty = full + kStages;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
     /* the CTA's unit (unit_of over groups of T M tiles, mtile the group's first; the producer warp's
      * strip is one past the group's last): the splits of one piece of W adjacent where they form a
@@ -406,7 +436,7 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
         /* stage i's copies: the weights and scales (w), the activations (a) */
         auto copy = [&](int i, bool w, bool a) {
             const int s = i % kStages, c = c0 + i * cf::chunks, nch = min(cf::chunks, c1 - c);
-            uint8_t *st = smem_wg + s * cf::stage;
+            uint8_t *st = ring + s * cf::stage, *sw = st + cf::a_bytes; /* A, then the weights and scales */
             if (w && lane == 0)
                 wg_bar_expect(&full[s], (uint32_t)((maps.on ? cf::w_bytes + cf::s_bytes /* whole boxes */
                                                             : nstrips * nch * (512 + cf::scale_tile)) +
@@ -414,21 +444,24 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
             __syncwarp();
             if (maps.on) {
                 if (w && lane == 0) {
-                    wg_copy_2d(st, &maps.w, c * 64, strip0, &full[s], pol_w);
+                    wg_copy_2d(sw, &maps.w, c * 64, strip0, &full[s], pol_w);
                     if constexpr (cf::scale_tile > 0)
-                        wg_copy_2d(st + cf::w_bytes, &maps.s, c * cf::scale_tile, strip0, &full[s], pol_w);
+                        wg_copy_2d(sw + cf::w_bytes, &maps.s, c * cf::scale_tile, strip0, &full[s], pol_w);
                 }
             } else if (w && lane < nstrips) {
                 const size_t tile = (size_t)(strip0 + lane) * p.chunks + c;
-                wg_copy(st + lane * cf::chunks * 512, reinterpret_cast<const uint8_t *>(p.data) + tile * 512, nch * 512,
+                wg_copy(sw + lane * cf::chunks * 512, reinterpret_cast<const uint8_t *>(p.data) + tile * 512, nch * 512,
                         &full[s], pol_w);
                 if constexpr (cf::scale_tile > 0)
-                    wg_copy(st + cf::w_bytes + lane * cf::chunks * cf::scale_tile, p.scales + tile * cf::scale_tile,
+                    wg_copy(sw + cf::w_bytes + lane * cf::chunks * cf::scale_tile, p.scales + tile * cf::scale_tile,
                             nch * cf::scale_tile, &full[s], pol_w);
             }
             if (a && lane == kWarps) {
-                wg_copy(st + cf::w_bytes + cf::s_bytes, a_laid + ((size_t)(mtile / T) * p.chunks + c) * cf::chunk_a,
-                        nch * cf::chunk_a, &full[s], pol_a);
+                if (maps.a_on) /* one tensor copy per box of the stage: the group's rows from its first */
+                    for (int b = 0; b * kWgBoxK < nch * cf::tile_k; b++)
+                        wg_copy_2d(st + b * cf::box_a, &maps.a, c * cf::tile_k + b * kWgBoxK, mtile * TR, &full[s], pol_a);
+                else
+                    wg_copy(st, a_laid + ((size_t)(mtile / T) * p.chunks + c) * cf::chunk_a, nch * cf::chunk_a, &full[s], pol_a);
             }
         };
         /* a dependent launch (launch_wg) starts while wg_stage_a still lays A out: the first stages'
@@ -478,8 +511,9 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
          * so no zeros are needed (zeroing them cost 16 instructions and a branch per stage). Units are
          * whole half stages (E4M3: an even number of chunks, wg_choose), so that every wgmma is issued
          * unconditionally: one left out under a condition serialized them all (C7520) */
-        const uint32_t w_at = smem_addr(smem_wg) + warp * cf::chunks * 512 + lane * 16;
-        const uint32_t s_at = smem_addr(smem_wg) + cf::w_bytes + warp * cf::chunks * cf::scale_tile + g * enc_traits<ENC>::scale_lane;
+        const uint32_t w_at = smem_addr(ring) + cf::a_bytes + warp * cf::chunks * 512 + lane * 16;
+        const uint32_t s_at =
+            smem_addr(ring) + cf::a_bytes + cf::w_bytes + warp * cf::chunks * cf::scale_tile + g * enc_traits<ENC>::scale_lane;
         auto decode = [&](uint32_t so, int h, uint32_t(&a)[4][4]) {
 #pragma unroll
             for (int q = 0; q < cf::half; q++) {
@@ -492,23 +526,23 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
                 for (int j = 0; j < cf::ktiles; j++) decode_ktile<ENC>(p, w, fc, j, a[q * cf::ktiles + j]);
             }
         };
-        /* the half stage's four MMAs; lo: the low descriptor word of its first k-tile of A (the others
-         * follow at 2 * ROWS * 16 bytes) */
+        /* the half stage's four MMAs; lo: the low descriptor word of its box of A, whose k-tiles follow
+         * at 32 bytes (wg_desc_sw_lo) */
         auto issue = [&](const uint32_t(&a)[4][4], uint32_t lo) {
             wg_fence();
             wg_fence_acc(acc);
             /* the four descriptors as 64-bit sums on the first: ptxas then adds to the low word only and
              * leaves the high one in place, where a high word rebuilt per descriptor took two UMOV each */
-            const uint64_t d0 = wg_desc_of(lo);
+            const uint64_t d0 = wg_desc_sw_of(lo);
 #pragma unroll
-            for (int j = 0; j < 4; j++) wg_mma<ROWS>(acc, a[j], d0 + (uint64_t)(j * ((2 * ROWS * 16) >> 4)));
+            for (int j = 0; j < 4; j++) wg_mma<ROWS>(acc, a[j], d0 + (uint64_t)(j * (32 >> 4)));
             wg_commit();
             wg_fence_acc(acc);
         };
         /* the stages i0 .. i1 - 1 of the unit; the ring's slot, its phase and the descriptor's word
          * advance by steps, not by divisions, and only a unit's last stage may lack its second half */
         const bool short_tail = (c1 - c0) % cf::chunks != 0 && (c1 - c0) % cf::chunks <= cf::half;
-        uint32_t lo_ring = wg_desc_lo<ROWS>(smem_addr(smem_wg + cf::w_bytes + cf::s_bytes));
+        uint32_t lo_ring = wg_desc_sw_lo(smem_addr(ring));
         asm("" : "+r"(lo_ring)); /* kept in a register, not rebuilt from the window's address at every stage */
         const uint32_t full_at = smem_addr(full);
         auto run = [&](int i0, int i1) {
@@ -527,7 +561,7 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
                     auto take_turn = [&](int h) {
                         decode(so, h, a0);
                         wg_turn_wait(wgi);
-                        issue(a0, lo + h * ((cf::half * cf::chunk_a) >> 4));
+                        issue(a0, lo + h * (cf::box_a >> 4));
                         wg_turn_pass(wgi);
                         wg_wait<0>();
                         wg_fence_acc(acc);
@@ -543,7 +577,7 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
                     if (i > 0 && lane == 0) wg_bar_arrive(&empty[prev]);
                     if (i + 1 < nst || !short_tail) {
                         decode(so, 1, a1);
-                        issue(a1, lo + ((cf::half * cf::chunk_a) >> 4));
+                        issue(a1, lo + (cf::box_a >> 4));
                         wg_wait<1>();
                         wg_fence_acc(acc);
                     } else {
@@ -597,7 +631,7 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
     if constexpr (CLUSTER) {
         /* the splits of this piece of W are the CTAs of one cluster (launch_wg): the ring's memory is free
          * once every warpgroup's MMAs are complete (and every copy, which the consumers waited for) */
-        float *stg = reinterpret_cast<float *>(smem_wg);
+        float *stg = reinterpret_cast<float *>(ring);
         __syncthreads();
         if (warp < kWarps)
 #pragma unroll
