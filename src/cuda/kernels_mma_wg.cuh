@@ -109,23 +109,26 @@ struct wg_config {
     static constexpr int tiles = ROWS / tile_rows;  /* M tiles per CTA */
     static constexpr int chunk_a = ROWS * tile_k * 2; /* bytes of one chunk of laid-out A */
     static constexpr int box_a = ROWS * kWgBoxK * 2;  /* bytes of one box of A (wg_stage_a) */
-    static constexpr int a_bytes = chunks * chunk_a;  /* a stage's A, first in it (1024-byte aligned) */
+    static constexpr int a_bytes = chunks * chunk_a;  /* a stage's A (the ring's first part) */
     static constexpr int w_bytes = kWarps * chunks * 512;
     static constexpr int s_bytes = kWarps * chunks * scale_tile;
-    static constexpr int stage = (a_bytes + w_bytes + s_bytes + 1023) / 1024 * 1024;
+    static constexpr int ws_bytes = w_bytes + s_bytes; /* a stage's weights and scales (the second part) */
+    static constexpr int stage = a_bytes + ws_bytes;
     /* 192 and 256 rows: as many stages as sm_90's 227 KB per CTA hold, at most three (192 rows: E2M1
      * three of 57 KB, E4M3 three of 64 KB; 256 rows: E2M1 three of 73 KB, E4M3 two of 80 KB) */
-    static constexpr int fit = (kWgSmemMax - 64 - kWgAlign) / stage;
+    static constexpr int fit = (kWgSmemMax - 64) / stage;
     static constexpr int stages = ROWS <= kWgRows ? 3 : ROWS == 2 * kWgRows ? 4 : fit < 3 ? fit : 3;
-    /* and the mbarriers, and room to align the ring to kWgAlign bytes (the swizzled layout's repeat) */
-    static constexpr int bytes = stages * stage + 2 * stages * 8 + kWgAlign;
+    /* the ring: every stage's A (each a multiple of kWgAlign bytes, from the start of the CTA's shared
+     * memory, which the kernel aligns to kWgAlign), then every stage's weights and scales, then the
+     * mbarriers */
+    static constexpr int bytes = stages * stage + 2 * stages * 8;
     /* 192 and 256 rows: one buffer of A fragments, the warpgroups taking turns. At 232 registers two buffers
      * compile too (no spill, no serialization), but on the H200 they were level for E2M1 and 4-7% slower
      * for E4M3 (BENCHMARKS.md, thirtieth session, call 6) */
     static constexpr bool single = ROWS > 2 * kWgRows;
     static_assert(half * ktiles == 4 && half * chunk_a == box_a, "a half stage is four k-tiles, one box of A");
     static_assert(stages >= 2 && bytes <= kWgSmemMax, "at least two stages in a CTA's shared memory");
-    static_assert(a_bytes % kWgAlign == 0 && kWgStageK % kWgBoxK == 0 && (a_bytes + w_bytes) % 128 == 0,
+    static_assert(a_bytes % kWgAlign == 0 && kWgStageK % kWgBoxK == 0 && ws_bytes % 128 == 0 && w_bytes % 128 == 0,
                   "A's boxes 1024-byte aligned, the weights and scales 128-byte aligned");
 };
 
@@ -410,10 +413,11 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
     using cf = wg_config<ENC, ROWS>;
     constexpr int kStages = cf::stages, T = cf::tiles, TR = cf::tile_rows;
     static_assert(kWarps * (ROWS / 2) * 33 * 4 <= kStages * cf::stage, "the cluster reduction's staging fits in the ring");
-    extern __shared__ __align__(128) uint8_t smem_wg[];
-    /* the ring from the first multiple of kWgAlign (cf::bytes leaves room for it) */
-    uint8_t *const ring = smem_wg + ((kWgAlign - (smem_addr(smem_wg) & (kWgAlign - 1))) & (kWgAlign - 1));
-    uint64_t *full = reinterpret_cast<uint64_t *>(ring + kStages * cf::stage), *empty = full + kStages;
+    extern __shared__ __align__(1024) uint8_t smem_wg[]; /* kWgAlign: A's boxes (wg_config) */
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem_wg + kStages * cf::stage), *empty = full + kStages;
+    uint8_t *const ring_ws = smem_wg + kStages * cf::a_bytes; /* the stages' weights and scales */
+    /* unaligned, the swizzle would pair other columns: a failed launch rather than wrong sums */
+    if (smem_addr(smem_wg) % kWgAlign != 0) __trap();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
     /* the CTA's unit (unit_of over groups of T M tiles, mtile the group's first; the producer warp's
      * strip is one past the group's last): the splits of one piece of W adjacent where they form a
@@ -436,7 +440,7 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
         /* stage i's copies: the weights and scales (w), the activations (a) */
         auto copy = [&](int i, bool w, bool a) {
             const int s = i % kStages, c = c0 + i * cf::chunks, nch = min(cf::chunks, c1 - c);
-            uint8_t *st = ring + s * cf::stage, *sw = st + cf::a_bytes; /* A, then the weights and scales */
+            uint8_t *st = smem_wg + s * cf::a_bytes, *sw = ring_ws + s * cf::ws_bytes; /* A; weights and scales */
             if (w && lane == 0)
                 wg_bar_expect(&full[s], (uint32_t)((maps.on ? cf::w_bytes + cf::s_bytes /* whole boxes */
                                                             : nstrips * nch * (512 + cf::scale_tile)) +
@@ -511,9 +515,8 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
          * so no zeros are needed (zeroing them cost 16 instructions and a branch per stage). Units are
          * whole half stages (E4M3: an even number of chunks, wg_choose), so that every wgmma is issued
          * unconditionally: one left out under a condition serialized them all (C7520) */
-        const uint32_t w_at = smem_addr(ring) + cf::a_bytes + warp * cf::chunks * 512 + lane * 16;
-        const uint32_t s_at =
-            smem_addr(ring) + cf::a_bytes + cf::w_bytes + warp * cf::chunks * cf::scale_tile + g * enc_traits<ENC>::scale_lane;
+        const uint32_t w_at = smem_addr(ring_ws) + warp * cf::chunks * 512 + lane * 16;
+        const uint32_t s_at = smem_addr(ring_ws) + cf::w_bytes + warp * cf::chunks * cf::scale_tile + g * enc_traits<ENC>::scale_lane;
         auto decode = [&](uint32_t so, int h, uint32_t(&a)[4][4]) {
 #pragma unroll
             for (int q = 0; q < cf::half; q++) {
@@ -542,7 +545,7 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
         /* the stages i0 .. i1 - 1 of the unit; the ring's slot, its phase and the descriptor's word
          * advance by steps, not by divisions, and only a unit's last stage may lack its second half */
         const bool short_tail = (c1 - c0) % cf::chunks != 0 && (c1 - c0) % cf::chunks <= cf::half;
-        uint32_t lo_ring = wg_desc_sw_lo(smem_addr(ring));
+        uint32_t lo_ring = wg_desc_sw_lo(smem_addr(smem_wg));
         asm("" : "+r"(lo_ring)); /* kept in a register, not rebuilt from the window's address at every stage */
         const uint32_t full_at = smem_addr(full);
         auto run = [&](int i0, int i1) {
@@ -550,11 +553,11 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
             uint32_t phase = (i0 / kStages) & 1;
             for (int i = i0; i < i1; i++) {
                 wg_bar_wait_at(full_at + s * (uint32_t)sizeof(uint64_t), phase); /* &full[s] */
-                const uint32_t so = s * cf::stage;
+                const uint32_t so = s * cf::ws_bytes;
                 /* the stage's descriptor word broadcast from lane 0: ptxas then keeps it, and the eight
                  * descriptors built from it, in uniform registers (UIADD3 and UMOV per wgmma instead of
                  * VIADD, IMAD.MOV and two R2UR) */
-                const uint32_t lo = __shfl_sync(0xffffffffu, lo_ring + s * (cf::stage >> 4), 0);
+                const uint32_t lo = __shfl_sync(0xffffffffu, lo_ring + s * (cf::a_bytes >> 4), 0);
                 if constexpr (cf::single) {
                     /* one buffer of A fragments: each half's MMAs complete before the next decode writes it.
                      * The warpgroups take turns (wg_turn): one decodes while the other's MMAs run */
@@ -631,7 +634,7 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
     if constexpr (CLUSTER) {
         /* the splits of this piece of W are the CTAs of one cluster (launch_wg): the ring's memory is free
          * once every warpgroup's MMAs are complete (and every copy, which the consumers waited for) */
-        float *stg = reinterpret_cast<float *>(ring);
+        float *stg = reinterpret_cast<float *>(smem_wg);
         __syncthreads();
         if (warp < kWarps)
 #pragma unroll
