@@ -234,22 +234,13 @@ __device__ __forceinline__ uint64_t wg_policy(bool evict_first)
     else asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
     return pol;
 }
-/* The descriptor of a no-swizzle K-major operand of ROWS rows at shared address addr (the top of this
- * file: LBO the step between 8-column groups, SBO between 8-row groups) as its low word, and the
- * descriptor of a low word (the high word is the constant SBO). The descriptors of a run of operands at
- * fixed steps are then one addition each: the address field (bits 13:0, in 16 bytes) takes the step as
- * long as the address stays below 2^18, which the 228 KB of shared memory guarantees. */
-template <int ROWS>
-__device__ __forceinline__ uint32_t wg_desc_lo(uint32_t addr)
-{
-    return ((addr & 0x3ffff) >> 4) | (((ROWS * 16) >> 4) << 16);
-}
-__device__ __forceinline__ uint64_t wg_desc_of(uint32_t lo) { return (uint64_t)lo | ((uint64_t)(128 >> 4) << 32); }
-/* The same for the library's kernel, whose A is in boxes of the 128-byte swizzle (kWgBoxK): the low word
- * of the descriptor of the box at shared address addr, a multiple of kWgAlign (LBO 1: this layout does not
- * read it), and the descriptor of a low word (SBO 1024, the step between 8-row groups; layout type 1, the
- * 128-byte swizzle, in bits 62-63). A k-tile 16 columns further along a box starts 32 bytes later: 2 in the
- * address field, within the row, where the swizzle (of address bits 4-6 by bits 7-9) stays the box's. */
+/* The descriptor of a box of A (kWgBoxK: K-major, the 128-byte swizzle) at shared address addr, a multiple
+ * of kWgAlign, as its low word (LBO 1: this layout does not read it), and the descriptor of a low word
+ * (SBO 1024, the step between 8-row groups; layout type 1, the 128-byte swizzle, in bits 62-63). A k-tile
+ * 16 columns further along a box starts 32 bytes later: 2 in the address field, within the row, where the
+ * swizzle (of address bits 4-6 by bits 7-9) stays the box's. The descriptors of a run of operands at fixed
+ * steps are then one addition each: the address field (bits 13:0, in 16 bytes) takes the step as long as
+ * the address stays below 2^18, which the 228 KB of shared memory guarantees. */
 __device__ __forceinline__ uint32_t wg_desc_sw_lo(uint32_t addr) { return ((addr & 0x3ffff) >> 4) | (1u << 16); }
 __device__ __forceinline__ uint64_t wg_desc_sw_of(uint32_t lo)
 {
@@ -468,9 +459,9 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
                     wg_copy(st, a_laid + ((size_t)(mtile / T) * p.chunks + c) * cf::chunk_a, nch * cf::chunk_a, &full[s], pol_a);
             }
         };
-        /* a dependent launch (launch_wg) starts while wg_stage_a still lays A out: the first stages'
-         * weights, which no kernel of the stream writes, are requested before the wait for it, their
-         * activations after */
+        /* a dependent launch (launch_wg) starts while the kernel before it (wg_stage_a, or where A has a
+         * map whatever ran before on the stream) may still run: the first stages' weights, which no
+         * kernel of the stream writes, are requested before the wait for it, their activations after */
         const int pre = min(kStages, nst);
         for (int i = 0; i < pre; i++) copy(i, true, false);
         pdl_wait();
