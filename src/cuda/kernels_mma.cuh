@@ -432,8 +432,8 @@ __host__ __device__ __forceinline__ int whole_rows(int rows, int valid) { return
  * every CTA got here, and this one waits for the kernel before it to finish only now, so its weights,
  * which no kernel before it writes, are already on their way; A, the partials, the counters and C are
  * touched only after. Without the launch attribute both instructions return at once. Its two halves
- * serve apart where two kernels split them: wg_stage_a lets the WG kernel launch, which waits for it
- * only before it reads its output (kernels_mma_wg.cuh). */
+ * serve apart where two kernels split them: wg_stage_a (where the WG kernel has no tensor map of A) lets
+ * the WG kernel launch, which waits for it only before it reads its output (kernels_mma_wg.cuh). */
 __device__ __forceinline__ void pdl_launch_dependents()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
