@@ -35,11 +35,6 @@ __device__ __forceinline__ void decode_tile(const mma_params &p, uint4 d, uint2 
     for (int j = 0; j < 4; j++) decode_ktile<QMM__ENC_NVFP4>(p, w, fc, j, a[j]);
 }
 
-__device__ __forceinline__ uint64_t desc_of(uint32_t addr, uint32_t lbo, uint32_t sbo)
-{
-    return (uint64_t)((addr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
-}
-
 /* the products by mma.sync m16n8k16, one warp per strip and split */
 template <int MT>
 __global__ void mma_sync_kernel(mma_params p, const uint8_t *w, const uint8_t *sc, const uint16_t *act, float *out, int n,

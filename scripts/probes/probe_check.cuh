@@ -1,6 +1,6 @@
 /* Shared by the probes in this folder (not part of qmm): CK(call) prints a failed CUDA call's error with
  * its place and exits 1; median_us(launch) times launches; copy_gbs() is the device's copy bandwidth as
- * qmm bench counts it. */
+ * qmm bench counts it; desc_of builds a no-swizzle wgmma descriptor. */
 #ifndef QMM_PROBE_CHECK_CUH
 #define QMM_PROBE_CHECK_CUH
 
@@ -19,6 +19,14 @@
             std::exit(1);                                                                                          \
         }                                                                                                          \
     } while (0)
+
+/* The wgmma descriptor of a no-swizzle K-major operand at shared address addr: LBO lbo bytes between
+ * 8-column groups, SBO sbo between 8-row groups (the library's kernel reads A in the 128-byte swizzle
+ * since the thirty-fifth session, wg_desc_sw_of; the probes' layouts are the no-swizzle one) */
+__device__ __forceinline__ uint64_t desc_of(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return (uint64_t)((addr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
+}
 
 /* the median time of launch(r) in microseconds: `runs` launches timed after `warm` */
 template <class F>

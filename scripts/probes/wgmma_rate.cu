@@ -27,18 +27,6 @@
 
 using namespace qmm_mma;
 
-/* The descriptor of a no-swizzle K-major operand of N rows at shared address addr, as its low word and
- * the descriptor of a low word: LBO the step between 8-column groups (N * 16 bytes), SBO between 8-row
- * groups (128). The library's kernel used this layout
- * until the thirty-fifth session (its A is now in the 128-byte swizzle, wg_desc_sw_of); this probe's
- * measurements (BENCHMARKS.md row 129) were taken with it. */
-template <int N>
-__device__ __forceinline__ uint32_t desc_noswizzle_lo(uint32_t addr)
-{
-    return ((addr & 0x3ffff) >> 4) | (((N * 16) >> 4) << 16);
-}
-__device__ __forceinline__ uint64_t desc_noswizzle(uint32_t lo) { return (uint64_t)lo | ((uint64_t)(128 >> 4) << 32); }
-
 /* m64n16k16, which the library does not use */
 __device__ __forceinline__ void mma16(float (&d)[8], const uint32_t (&a)[4], uint64_t desc)
 {
@@ -63,7 +51,7 @@ __global__ void __launch_bounds__(128 * W, 1) rate_kernel(int iters, long long *
     __syncthreads();
     const uint32_t a1 = 0x3f803f80u;
     const uint32_t a[4] = {a1, a1, a1, a1};
-    const uint64_t desc = desc_noswizzle(desc_noswizzle_lo<N>(smem_addr(b)));
+    const uint64_t desc = desc_of(smem_addr(b), N * 16, 128); /* probe_check.cuh: no swizzle */
     float d0[N / 2], d1[CHAINS == 2 ? N / 2 : 1];
 #pragma unroll
     for (int i = 0; i < N / 2; i++) d0[i] = 0.0f;

@@ -364,12 +364,12 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
     const size_t part_bytes = ((size_t)p.mtiles * p.strips * p.splits * mstride * 16 * sizeof(float) + 255) / 256 * 256;
     const size_t groups = (size_t)(p.mtiles + cf::tiles - 1) / cf::tiles; /* CTAs per (strip group, split) */
     const wg_maps maps = wg_maps_for<ENC, ROWS>(p);
-    const size_t a_bytes = maps.a_on ? 0 : groups * p.chunks * cf::chunk_a;
-    if (part_bytes + a_bytes > partial_floats * sizeof(float)) return cudaErrorNotSupported;
+    const size_t laid_bytes = maps.a_on ? 0 : groups * p.chunks * cf::chunk_a; /* wg_stage_a's output */
+    if (part_bytes + laid_bytes > partial_floats * sizeof(float)) return cudaErrorNotSupported;
     uint8_t *a_laid = nullptr;
     if (!maps.a_on) {
         a_laid = reinterpret_cast<uint8_t *>(p.partials) + part_bytes;
-        const size_t pieces = a_bytes / 16;
+        const size_t pieces = laid_bytes / 16;
         wg_stage_a<ENC, ROWS><<<(unsigned)((pieces + 255) / 256), 256, 0, s>>>(p, reinterpret_cast<uint4 *>(a_laid));
     }
     const long long grid = (long long)strip_groups(p.strips) * p.splits * (long long)groups;
