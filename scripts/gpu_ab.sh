@@ -1,34 +1,67 @@
 #!/usr/bin/env bash
-# A/B on the lent GPU machine: the working tree (A) against a copy of it with some files replaced (B),
-# both built for sm_90a, each through `ctest -L cuda` (optional) and the same benchmark, in one process
-# after the other on the same machine. Logs go to $OUT.
-# Usage: scripts/gpu_ab.sh [--test|--test-a] "DST=SRC[,DST=SRC...]" BENCH_ARGS...
-#   --test runs ctest for both trees, --test-a for A only (B already ran it, e.g. B = main)
+# A/B on the lent GPU machine: the working tree (A) against a copy of it with a patch applied or some
+# files replaced (B), both built for sm_90a at once, then the same benchmark RUNS times for each build
+# in turn (A, B, A, B, ...: a drift of the machine's clock or power then falls on both alike), and the
+# row-by-row comparison of their medians (scripts/bench_ab.py). Logs go to $OUT (bundled into ab.tgz
+# where they are more than the device tool brings back).
+# Usage: [FIRST=REGEX] [RUNS=N] scripts/gpu_ab.sh [--test|--test-a|--test-b] CHANGE BENCH_ARGS...
+#   CHANGE: a patch file (FILE.patch, applied to B's copy) or "DST=SRC[,DST=SRC...]" (files of B replaced)
+#   --test runs ctest -L cuda for both trees, --test-a for A only (B already ran it, e.g. B = main),
+#     --test-b for B only (A = main, which ran it before)
+#   FIRST (a ctest regex): those tests of B run first, apart (FIRST_TIMEOUT, default 90 s each); where one
+#     fails or hangs, nothing else runs (a new kernel's hang would slow every test and benchmark after it)
+#   RUNS (default 1): benchmark runs per build
+#   e.g. FIRST='test_cuda$' RUNS=3 scripts/gpu_ab.sh docs/patches/x.patch --format nvfp4 --m 24,64
 set -uo pipefail
 . "$(dirname "$0")/gpu_lib.sh"
 run_tests=0
 if [ "${1:-}" = "--test" ]; then run_tests=1; shift; fi
 if [ "${1:-}" = "--test-a" ]; then run_tests=a; shift; fi
-swaps=$1; shift
+if [ "${1:-}" = "--test-b" ]; then run_tests=b; shift; fi
+change=$1; shift
 alt=/tmp/qmm_b
-rm -rf "$alt" && mkdir -p "$alt" && tar --exclude='./build*' --exclude=./out -cf - . | tar -xf - -C "$alt"
-IFS=, read -ra pairs <<< "$swaps"
-for pr in "${pairs[@]}"; do cp "${pr#*=}" "$alt/${pr%%=*}"; done
+rm -rf "$alt" && mkdir -p "$alt" && tar --exclude='./build*' --exclude=./out --exclude=./exp -cf - . | tar -xf - -C "$alt"
+if [[ $change == *.patch ]]; then
+  # outside any git repository, git apply patches the files below the current folder
+  patch_file=$(realpath "$change")
+  (cd "$alt" && git apply "$patch_file") || { echo "patch $change does not apply"; exit 1; }
+  diff -rq -x 'build*' -x out -x exp . "$alt" > /dev/null && { echo "patch $change changed nothing"; exit 1; }
+else
+  IFS=, read -ra pairs <<< "$change"
+  for pr in "${pairs[@]}"; do cp "${pr#*=}" "$alt/${pr%%=*}"; done
+fi
 stamp "build A and B"
-JOBS=8 gpu_build . build_a.log qmm test_cuda & pa=$!
-JOBS=8 gpu_build "$alt" build_b.log qmm test_cuda & pb=$!
+JOBS=$(( $(nproc) / 2 )) gpu_build . build_a.log qmm test_cuda & pa=$!
+JOBS=$(( $(nproc) / 2 )) gpu_build "$alt" build_b.log qmm test_cuda & pb=$!
 wait $pa; ra=$?; wait $pb; rb=$?
 if [ $ra -ne 0 ] || [ $rb -ne 0 ]; then exit 1; fi
+if [ -n "${FIRST:-}" ]; then
+  stamp "ctest -R $FIRST (b)"
+  gpu_ctest "$alt/build-gpu" ctest_first_b.log -R "$FIRST" --timeout "${FIRST_TIMEOUT:-90}"
+  rc=$?; echo "ctest first b rc=$rc"; grep -E "Test +#|tests passed" "$OUT/ctest_first_b.log" | head -20
+  [ $rc = 0 ] || exit 1
+fi
 for v in a b; do
   d=.; [ $v = b ] && d=$alt
-  if [ $run_tests = 1 ] || { [ $run_tests = a ] && [ $v = a ]; }; then
+  if [ $run_tests = 1 ] || [ $run_tests = $v ]; then
     stamp "ctest -L cuda ($v)"
-    gpu_ctest "$d/build-gpu" "ctest_$v.log" -L cuda
+    skip=(); [ $v = b ] && [ -n "${FIRST:-}" ] && skip=(-E "$FIRST")
+    gpu_ctest "$d/build-gpu" "ctest_$v.log" -L cuda "${skip[@]}"
     echo "ctest $v rc=$?"; grep -E "tests passed|FAIL|CHECK" "$OUT/ctest_$v.log" | head -20
   fi
-  stamp "bench ($v) $*"
-  "$d/build-gpu/qmm" bench --backend cuda --json "$@" > "$OUT/bench_$v.jsonl" 2> "$OUT/bench_$v.err"
-  echo "bench $v rc=$?"; head -3 "$OUT/bench_$v.err"
 done
-python3 scripts/bench_ab.py "$OUT/bench_a.jsonl" "$OUT/bench_b.jsonl" | tee "$OUT/ab.txt"
+runs=${RUNS:-1} files_a= files_b=
+for i in $(seq 1 "$runs"); do
+  for v in a b; do
+    d=.; [ $v = b ] && d=$alt
+    f="$OUT/bench_${v}_$i.jsonl"
+    stamp "bench ($v, run $i) $*"
+    "$d/build-gpu/qmm" bench --backend cuda --json "$@" > "$f" 2> "$OUT/bench_${v}_$i.err"
+    echo "bench $v $i rc=$?"; head -3 "$OUT/bench_${v}_$i.err"
+    if [ $v = a ]; then files_a=${files_a:+$files_a,}$f; else files_b=${files_b:+$files_b,}$f; fi
+  done
+done
+python3 scripts/bench_ab.py "$files_a" "$files_b" > "$OUT/ab.txt"
+grep -v "^bf16" "$OUT/ab.txt" | cut -c1-140
+if [ "$(find "$OUT" -type f | wc -l)" -gt 8 ]; then gpu_bundle "$OUT" ab && echo "files bundled in ab.tgz"; fi
 stamp "done"
