@@ -35,18 +35,13 @@ JOBS=$(( $(nproc) / 2 )) gpu_build . build_a.log qmm test_cuda & pa=$!
 JOBS=$(( $(nproc) / 2 )) gpu_build "$alt" build_b.log qmm test_cuda & pb=$!
 wait $pa; ra=$?; wait $pb; rb=$?
 if [ $ra -ne 0 ] || [ $rb -ne 0 ]; then exit 1; fi
-if [ -n "${FIRST:-}" ]; then
-  stamp "ctest -R $FIRST (b)"
-  gpu_ctest "$alt/build-gpu" ctest_first_b.log -R "$FIRST" --timeout "${FIRST_TIMEOUT:-90}"
-  rc=$?; echo "ctest first b rc=$rc"; grep -E "Test +#|tests passed" "$OUT/ctest_first_b.log" | head -20
-  [ $rc = 0 ] || exit 1
-fi
+gpu_ctest_first "$alt/build-gpu" ctest_first_b.log || exit 1
 for v in a b; do
   d=.; [ $v = b ] && d=$alt
   if [ $run_tests = 1 ] || [ $run_tests = $v ]; then
     stamp "ctest -L cuda ($v)"
-    skip=(); [ $v = b ] && [ -n "${FIRST:-}" ] && skip=(-E "$FIRST")
-    gpu_ctest "$d/build-gpu" "ctest_$v.log" -L cuda "${skip[@]}"
+    skip=; [ $v = b ] && skip=${FIRST:-} # B's FIRST ran above
+    gpu_ctest "$d/build-gpu" "ctest_$v.log" -L cuda ${skip:+-E "$skip"}
     echo "ctest $v rc=$?"; grep -E "tests passed|FAIL|CHECK" "$OUT/ctest_$v.log" | head -20
   fi
 done
@@ -63,5 +58,5 @@ for i in $(seq 1 "$runs"); do
 done
 python3 scripts/bench_ab.py "$files_a" "$files_b" > "$OUT/ab.txt"
 grep -v "^bf16" "$OUT/ab.txt" | cut -c1-140
-if [ "$(find "$OUT" -type f | wc -l)" -gt 8 ]; then gpu_bundle "$OUT" ab && echo "files bundled in ab.tgz"; fi
+gpu_bundle_many ab
 stamp "done"

@@ -29,6 +29,21 @@ gpu_ctest() {
 gpu_bundle() {
     tar -czf "/tmp/$2.tgz" -C "$1" . && find "$1" -mindepth 1 -delete && mv "/tmp/$2.tgz" "$1/$2.tgz"
 }
+# gpu_bundle_many NAME: gpu_bundle of $OUT into NAME.tgz, only where it holds more than the tool's eight files.
+gpu_bundle_many() {
+    if [ "$(find "$OUT" -type f | wc -l)" -gt 8 ]; then gpu_bundle "$OUT" "$1" && echo "files bundled in $1.tgz"; fi
+}
+# gpu_ctest_first BUILD_DIR LOG: where FIRST (a ctest regex) is set, those tests alone, at FIRST_TIMEOUT (90 s)
+# each, into $OUT/LOG; returns 1 where one fails or hangs, so that the caller stops there (a hung new kernel
+# slows every test and benchmark sharing the GPU after it). The caller's later ctest passes -E "$FIRST".
+gpu_ctest_first() {
+    [ -n "${FIRST:-}" ] || return 0
+    stamp "ctest -R $FIRST ($1)"
+    gpu_ctest "$1" "$2" -R "$FIRST" --timeout "${FIRST_TIMEOUT:-90}"
+    local rc=$?
+    echo "ctest rc=$rc"; grep -E "Test +#|tests passed" "$OUT/$2" | head -20
+    [ $rc = 0 ]
+}
 # gpu_ncu_bench REGEX SHAPE M PATH NCU_ARGS...: Nsight Compute on the launches of the kernels matching
 # REGEX in `qmm bench --path PATH` (FORMAT, default nvfp4; one shape, one M): NCU_COUNT of them (default
 # 1) after the first NCU_SKIP (default 3), in a bench of NCU_REPS timed batches (default 2), at the

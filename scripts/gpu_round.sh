@@ -9,12 +9,7 @@ gpu_build . build.log qmm test_cuda || exit 1
 # FIRST (a ctest regex, optional): those tests run first, apart from the rest, at FIRST_TIMEOUT (90 s)
 # each; where one fails or hangs the round stops there (a hung kernel slows every other test sharing
 # the GPU). Both ctest runs take gpu_ctest's CTEST_JOBS.
-if [ -n "${FIRST:-}" ]; then
-  stamp "ctest -R $FIRST"
-  gpu_ctest build-gpu ctest_first.log -R "$FIRST" --timeout "${FIRST_TIMEOUT:-90}"
-  rc=$?; echo "ctest rc=$rc"; grep -E "Test +#|tests passed" "$OUT/ctest_first.log" | head -20
-  [ $rc = 0 ] || exit 1
-fi
+gpu_ctest_first build-gpu ctest_first.log || exit 1
 if [ "${NO_TEST:-0}" != 1 ]; then
   stamp "ctest -L cuda"
   gpu_ctest build-gpu ctest_cuda.log -L cuda ${FIRST:+-E "$FIRST"} --timeout "${CTEST_TIMEOUT:-300}"
@@ -29,7 +24,5 @@ for spec in "$@"; do
 done
 for f in ctest_first ctest_cuda; do [ -f "$OUT/$f.log" ] && grep -E "tests passed" "$OUT/$f.log"; done
 # the device tool brings back 8 files at most: more go back as one archive
-if [ "$(find "$OUT" -type f | wc -l)" -gt 8 ]; then
-  gpu_bundle "$OUT" round && echo "files bundled in round.tgz"
-fi
+gpu_bundle_many round
 stamp done
