@@ -523,9 +523,15 @@ QMM_API qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, cons
                               const qmm_weight *w, qmm_dtype c_type, void *c, size_t ldc,
                               const qmm_epilogue *epi);
 
-/* The path qmm_matmul() would run on ctx for m rows of A and the weight w (after any forced path).
- * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_SIZE, and those of qmm_weight_validate(). */
-QMM_API qmm_status qmm_matmul_plan(const qmm_context *ctx, size_t m, const qmm_weight *w, qmm_path *out);
+/* The path qmm_matmul() would run on ctx for m rows of A of type a_type and the weight w (after any
+ * forced path). The activation type matters where a backend's kernels for it differ (CUDA: fp16
+ * activations whose weights have no fp16 decode run the fused path without wgmma, so its table keeps
+ * them to smaller M).
+ * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_SIZE (m is 0), QMM_ERR_INVALID_ENUM (a_type),
+ * QMM_ERR_UNSUPPORTED (fp32 activations on a backend that takes none), and those of
+ * qmm_weight_validate(); *out is written only on success. */
+QMM_API qmm_status qmm_matmul_plan(const qmm_context *ctx, size_t m, qmm_dtype a_type, const qmm_weight *w,
+                                   qmm_path *out);
 
 /* ------------------------------------------------------------------------------------------------
  * Checkpoints: block-scale layouts, safetensors files, and the conventions of quantized checkpoints

@@ -261,10 +261,11 @@ static void test_matmul_bad(void)
     CHECK_OK(qmm_quantize(QMM_RECIPE_DEFAULT, QMM_DTYPE_FP32, src, K, &w));
     check_matmul_argument_errors(ctx, &w, a, c, M, N, K);
     qmm_path p = (qmm_path)99;
-    CHECK_STATUS(qmm_matmul_plan(ctx, 0, &w, &p), QMM_ERR_INVALID_SIZE);
-    CHECK_STATUS(qmm_matmul_plan(ctx, 1, NULL, &p), QMM_ERR_NULL_POINTER);
+    CHECK_STATUS(qmm_matmul_plan(ctx, 0, QMM_DTYPE_BF16, &w, &p), QMM_ERR_INVALID_SIZE);
+    CHECK_STATUS(qmm_matmul_plan(ctx, 1, QMM_DTYPE_BF16, NULL, &p), QMM_ERR_NULL_POINTER);
+    CHECK_STATUS(qmm_matmul_plan(ctx, 1, (qmm_dtype)99, &w, &p), QMM_ERR_INVALID_ENUM);
     CHECK(p == (qmm_path)99, "plan writes nothing on failure");
-    CHECK_OK(qmm_matmul_plan(ctx, 1, &w, &p));
+    CHECK_OK(qmm_matmul_plan(ctx, 1, QMM_DTYPE_BF16, &w, &p));
     CHECK(p == QMM_PATH_REFERENCE, "reference plan");
     void *buf = (void *)(uintptr_t)0x1;
     CHECK_STATUS(qmm_buffer_alloc(ctx, 0, &buf), QMM_ERR_INVALID_SIZE);

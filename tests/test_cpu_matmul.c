@@ -82,7 +82,7 @@ static void test_unprepared(qmm_context *ctx, const char *isa)
             mm_random_weight(&w, c.format, c.n, c.k);
             qmm_path plan = QMM_PATH_AUTO;
             CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
-            CHECK_OK(qmm_matmul_plan(ctx, 1, &w, &plan));
+            CHECK_OK(qmm_matmul_plan(ctx, 1, QMM_DTYPE_BF16, &w, &plan));
             CHECK(plan == QMM_PATH_MATERIALIZE, "an unprepared weight plans the materialize path (%d)", (int)plan);
             CHECK_OK(qmm_context_set_path(ctx, path ? QMM_PATH_MATERIALIZE : QMM_PATH_GEMV));
             char label[96];

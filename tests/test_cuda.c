@@ -25,19 +25,22 @@ static const qmm_format formats[5] = {QMM_FORMAT_NVFP4, QMM_FORMAT_MXFP4, QMM_FO
 static const qmm_dtype atypes[2] = {QMM_DTYPE_BF16, QMM_DTYPE_FP16};
 static const qmm_dtype ctypes[3] = {QMM_DTYPE_FP32, QMM_DTYPE_BF16, QMM_DTYPE_FP16};
 
-/* Every path x format x M on odd shapes, with random types and epilogues per case. */
+/* Every path x format x M on odd shapes, with random types and epilogues per case. The last two M (the
+ * WG variant's 256-row CTAs over two and three M groups on sm_90a) run on the fused path only, which
+ * the dispatcher takes past 256 rows only for the largest weights. */
 static void test_paths_and_shapes(void)
 {
-    static const size_t ms[] = {1, 2, 3, 7, 16, 24, 33, 100, 150, 200};
+    static const size_t ms[] = {1, 2, 3, 7, 16, 24, 33, 100, 150, 200, 300, 520};
     static const size_t nk[][2] = {{129, 200}, {40, 4111}, {301, 97}, {17, 1000}};
     static const qmm_path paths[4] = {QMM_PATH_AUTO, QMM_PATH_GEMV, QMM_PATH_FUSED, QMM_PATH_MATERIALIZE};
     char label[160];
     for (int p = 0; p < 4; p++) {
         CHECK_OK(qmm_context_set_path(ctx, paths[p]));
+        const size_t m_count = sizeof ms / sizeof ms[0] - (paths[p] == QMM_PATH_FUSED ? 0 : 2);
         for (int f = 0; f < 5; f++) {
             if (formats[f] == QMM_FORMAT_BF16 && (paths[p] == QMM_PATH_GEMV || paths[p] == QMM_PATH_FUSED))
                 continue; /* bf16 weights run on cuBLASLt */
-            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+            for (size_t mi = 0; mi < m_count; mi++)
                 for (size_t s = 0; s < sizeof nk / sizeof nk[0]; s++) {
                     mm_case c = {formats[f], ms[mi], nk[s][0], nk[s][1], atypes[harness_next() % 2], ctypes[harness_next() % 3],
                                  (int)(harness_next() % 2), (qmm_activation)(harness_next() % 5), harness_next() % 3, harness_next() % 3};
@@ -317,24 +320,66 @@ static void test_chunked_materialize(void)
 }
 
 /* The dispatcher's table (qmm__cuda_thresholds) on a small weight: the GEMV to M = 8, the fused path to
- * M = 192, materialize past it; bf16 weights always on materialize. */
+ * M = 192 (fp16 activations, all of which meet an fp16 decode here: 256), materialize past it; bf16
+ * weights always on materialize. */
 static void test_dispatch_table(void)
 {
     static const struct {
         size_t m;
+        qmm_dtype at;
         qmm_path want;
-    } rows[] = {{1, QMM_PATH_GEMV},     {8, QMM_PATH_GEMV},     {9, QMM_PATH_FUSED},
-                {192, QMM_PATH_FUSED},  {193, QMM_PATH_MATERIALIZE}, {4096, QMM_PATH_MATERIALIZE}};
+    } rows[] = {{1, QMM_DTYPE_BF16, QMM_PATH_GEMV},         {8, QMM_DTYPE_BF16, QMM_PATH_GEMV},
+                {9, QMM_DTYPE_BF16, QMM_PATH_FUSED},        {192, QMM_DTYPE_BF16, QMM_PATH_FUSED},
+                {193, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE}, {4096, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE},
+                {8, QMM_DTYPE_FP16, QMM_PATH_GEMV},         {256, QMM_DTYPE_FP16, QMM_PATH_FUSED},
+                {257, QMM_DTYPE_FP16, QMM_PATH_MATERIALIZE}};
     for (int f = 0; f < 5; f++) {
         qmm_weight w;
         mm_random_weight(&w, formats[f], 300, 1000);
         CHECK_OK(qmm_weight_prepare(ctx, &w));
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
             qmm_path path;
-            CHECK_OK(qmm_matmul_plan(ctx, rows[i].m, &w, &path));
+            CHECK_OK(qmm_matmul_plan(ctx, rows[i].m, rows[i].at, &w, &path));
             const qmm_path want = formats[f] == QMM_FORMAT_BF16 ? QMM_PATH_MATERIALIZE : rows[i].want;
-            CHECK(path == want, "format %d M = %zu plans %s, want %s", (int)formats[f], rows[i].m, qmm_path_name(path),
-                  qmm_path_name(want));
+            CHECK(path == want, "format %d %s M = %zu plans %s, want %s", (int)formats[f], qmm_dtype_name(rows[i].at), rows[i].m,
+                  qmm_path_name(path), qmm_path_name(want));
+        }
+        qmm_weight_free(&w);
+    }
+}
+
+/* The table's tier for weights of 200 Mi elements or more (8192 x 28672): fused to M = 512 where the
+ * fused path runs wgmma for the activations (bf16; fp16 against an fp16 decode), to 256 where it cannot
+ * (fp16 against an MXFP4 weight whose scale codes span more than QMM__MXFP4_HALF_RANGE, which splits A).
+ * The weights' values do not matter to the plan: constant codes and scales, no quantization. */
+static void test_dispatch_huge(void)
+{
+    static const struct {
+        qmm_format f;
+        int wide; /* MXFP4 scale codes 100 and 140: no fp16 decode */
+        size_t fp16_max;
+    } cases[] = {{QMM_FORMAT_NVFP4, 0, 512}, {QMM_FORMAT_FP8_TENSOR, 0, 512}, {QMM_FORMAT_MXFP4, 0, 512},
+                 {QMM_FORMAT_MXFP4, 1, 256}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qmm_weight w;
+        CHECK_OK(qmm_weight_alloc(&w, cases[i].f, 8192, 28672));
+        memset(w.data, 0x23, w.data_bytes);
+        if (w.block_scales) {
+            memset(w.block_scales, cases[i].f == QMM_FORMAT_NVFP4 ? 0x38 : 120, w.block_scale_bytes);
+            if (cases[i].wide) w.block_scales[0] = 100, w.block_scales[1] = 140;
+        }
+        CHECK_OK(qmm_weight_prepare(ctx, &w));
+        const struct {
+            size_t m;
+            qmm_dtype at;
+            qmm_path want;
+        } rows[] = {{512, QMM_DTYPE_BF16, QMM_PATH_FUSED}, {513, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE},
+                    {cases[i].fp16_max, QMM_DTYPE_FP16, QMM_PATH_FUSED}, {cases[i].fp16_max + 1, QMM_DTYPE_FP16, QMM_PATH_MATERIALIZE}};
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            qmm_path path;
+            CHECK_OK(qmm_matmul_plan(ctx, rows[r].m, rows[r].at, &w, &path));
+            CHECK(path == rows[r].want, "format %d%s %s M = %zu plans %s, want %s", (int)cases[i].f, cases[i].wide ? " (wide)" : "",
+                  qmm_dtype_name(rows[r].at), rows[r].m, qmm_path_name(path), qmm_path_name(rows[r].want));
         }
         qmm_weight_free(&w);
     }
@@ -349,9 +394,9 @@ static void test_raw_encodings(void)
     w.block_scales[0] = 10, w.block_scales[1] = 137;
     CHECK_OK(qmm_weight_prepare(ctx, &w));
     qmm_path path;
-    CHECK_OK(qmm_matmul_plan(ctx, 1, &w, &path));
+    CHECK_OK(qmm_matmul_plan(ctx, 1, QMM_DTYPE_BF16, &w, &path));
     CHECK(path == QMM_PATH_MATERIALIZE, "a wide MXFP4 range plans materialize (%s)", qmm_path_name(path));
-    CHECK_OK(qmm_matmul_plan(ctx, 100, &w, &path));
+    CHECK_OK(qmm_matmul_plan(ctx, 100, QMM_DTYPE_BF16, &w, &path));
     CHECK(path == QMM_PATH_MATERIALIZE, "a wide MXFP4 range plans materialize at every M (%s)", qmm_path_name(path));
     mm_case c = {QMM_FORMAT_MXFP4, 3, 33, 96, QMM_DTYPE_BF16, QMM_DTYPE_FP32, 0, QMM_ACT_NONE, 0, 0};
     mm_check_with(ctx, ref, &c, "mxfp4 raw", &w);
@@ -407,8 +452,22 @@ static void test_batch_invariance(void)
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 64, 100, "fused K = 2048 64 vs 100 (WG 64 and 128 rows)");
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 100, 200, "fused K = 2048 100 vs 200 (WG 128 and 256 rows)");
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 150, 200, "fused K = 2048 150 vs 200 (WG 192 and 256 rows)");
-        /* the STEP variant: fp16 activations, and bf16 rows that are not 16-byte aligned */
+        /* past four M tiles on a weight large enough that no one-wave plan of 256-row CTAs exists (64 strip
+         * groups in two or four units): wg_cost's choice, on sm_90a 128-row CTAs at M = 384, 64-row ones
+         * at 520 and 256-row ones at 1000 (test_cuda_split checks these plans), each against the plan
+         * before it, in its last M group */
+        mm_check_batch_invariance(ctx, formats[f], 8192, 2048, 200, 384, "fused 8192 x 2048 200 vs 384 (256 and 128 rows)");
+        mm_check_batch_invariance(ctx, formats[f], 8192, 2048, 384, 520, "fused 8192 x 2048 384 vs 520 (128 and 64 rows)");
+        mm_check_batch_invariance(ctx, formats[f], 8192, 2048, 520, 1000, "fused 8192 x 2048 520 vs 1000 (64 and 256 rows)");
+        /* fp16 activations (the fp16 decodes): in rows not 16-byte aligned (lda 1500) STEP at 9 rows
+         * against the WG variant (wgmma's f16 form) over wg_stage_a's layout at 70; in aligned rows its
+         * CTAs of 32 and 64, 64 and 128, 128 and 256, 192 and 256 rows against each other, as above */
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 1500, 300, 1500, 9, 70, "fused fp16 9 vs 70");
+        mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 2048, 300, 2048, 30, 40, "fused fp16 K = 2048 30 vs 40");
+        mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 2048, 300, 2048, 64, 100, "fused fp16 K = 2048 64 vs 100");
+        mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 2048, 300, 2048, 100, 200, "fused fp16 K = 2048 100 vs 200");
+        mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 2048, 300, 2048, 150, 200, "fused fp16 K = 2048 150 vs 200");
+        /* the STEP variant: bf16 rows that are not 16-byte aligned */
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_BF16, 1503, 300, 1501, 12, 40, "fused unaligned 12 vs 40");
         /* K so long that 16 staged rows of one split pass WHOLE's 100 KB even at pair mode's half split:
          * PIPE at 16 rows (4-tile stages in pair mode; WHOLE stages only M + 1 rows, so M = 16) against
@@ -534,6 +593,9 @@ static void test_bad_inputs(void)
     CHECK_STATUS(qmm_matmul(ctx, 4, QMM_DTYPE_BF16, a, 64, &w, QMM_DTYPE_FP32, c, 32, NULL), QMM_ERR_NOT_PREPARED);
     CHECK_OK(qmm_weight_prepare(ctx, &w)); /* replaces the other context's copy */
     CHECK_STATUS(qmm_matmul(ctx, 4, QMM_DTYPE_FP32, a, 64, &w, QMM_DTYPE_FP32, c, 32, NULL), QMM_ERR_UNSUPPORTED);
+    qmm_path plan = (qmm_path)99;
+    CHECK_STATUS(qmm_matmul_plan(ctx, 4, QMM_DTYPE_FP32, &w, &plan), QMM_ERR_UNSUPPORTED);
+    CHECK(plan == (qmm_path)99, "a refused plan writes nothing");
     qmm_weight changed = w;
     changed.k = 65;
     CHECK_STATUS(qmm_matmul(ctx, 4, QMM_DTYPE_BF16, a, 65, &changed, QMM_DTYPE_FP32, c, 32, NULL), QMM_ERR_INVALID_WEIGHT);
@@ -597,6 +659,7 @@ int main(int argc, char **argv)
         test_chunked_materialize();
         test_raw_encodings();
         test_dispatch_table();
+        test_dispatch_huge();
     }
     test_batch_invariance();
     if (full || wg) test_graph_capture();

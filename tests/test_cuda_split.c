@@ -107,7 +107,8 @@ static void check_default(int n, int k, int gemv_split, int fused_split, int coa
  * against the fine plan's four, for twice the work, so not there); 256-row CTAs past two M tiles where
  * their plan takes one wave (not (6144, 18432) nor (28672, 8192), whose 240 and 224 CTAs take two), 192-row
  * ones (as many CTAs) at three M tiles, there also in two waves over long units ((28672, 8192), not the
- * five units of 58 chunks of (6144, 18432)). */
+ * five units of 58 chunks of (6144, 18432)); past four M tiles, where no one-wave plan of 256-row CTAs
+ * exists, the cheapest of 64-, 128- and 256-row CTAs by wg_cost. */
 static void check_wg_plans(void)
 {
     /* 64, 128, 192 and 256 rows: two CTAs per SM at 64 rows, one at 128 and more (192 and 256 rows: 12 warps) */
@@ -126,6 +127,12 @@ static void check_wg_plans(void)
         {4096, 14336, 64, 64, 0, 8, 0},   {4096, 14336, 128, 128, 0, 4, 28},  {4096, 14336, 256, 256, 0, 4, 28},
         {14336, 4096, 64, 64, 2, 2, 0},   {14336, 4096, 128, 128, 1, 1, 32},  {14336, 4096, 256, 256, 1, 1, 32},
         {28672, 8192, 64, 64, 0, 1, 0},   {28672, 8192, 128, 128, 1, 1, 0},   {28672, 8192, 256, 64, 0, 1, 0},
+        /* past four M tiles by wg_cost: the plans measured fastest (thirty-sixth session, calls 3-4) */
+        {8192, 28672, 384, 128, 0, 4, 0}, {8192, 28672, 512, 256, 2, 2, 112}, {8192, 28672, 1024, 256, 2, 2, 112},
+        {28672, 8192, 384, 64, 0, 1, 0},  {28672, 8192, 512, 256, 1, 1, 0},   {28672, 8192, 1024, 256, 1, 1, 0},
+        /* and test_cuda's weight for them (batch invariance past four M tiles) */
+        {8192, 2048, 200, 256, 2, 2, 8},  {8192, 2048, 384, 128, 0, 4, 0},    {8192, 2048, 520, 64, 4, 4, 0},
+        {8192, 2048, 1000, 256, 2, 2, 8},
     };
     /* 32-row tiles (M = 17..32) where K is split in at most five units: not (4096, 14336)'s eight */
     static const struct {
@@ -154,6 +161,9 @@ static void check_wg_plans(void)
     } want8[] = {
         {8192, 28672, 64, 1, 64, 4, 4, 0}, {8192, 28672, 128, 1, 128, 2, 2, 224}, {28672, 8192, 128, 1, 128, 1, 1, 0},
         {8192, 28672, 256, 1, 256, 2, 2, 224}, {8192, 28672, 160, 1, 192, 2, 2, 224},
+        {8192, 28672, 384, 1, 128, 0, 4, 0},   {8192, 28672, 512, 1, 256, 2, 2, 224}, {28672, 8192, 384, 1, 64, 0, 1, 0},
+        {28672, 8192, 512, 1, 256, 1, 1, 0},   {8192, 2048, 384, 1, 128, 0, 4, 0},    {8192, 2048, 520, 1, 64, 4, 4, 0},
+        {8192, 2048, 1000, 1, 256, 2, 2, 16},
         {4096, 4112, 64, 0, 0, 0, 0, 0},   /* 129 chunks: the last unit odd */
         {4096, 14592, 64, 0, 0, 0, 0, 0},  /* 456 chunks in eight units of 57 */
     };

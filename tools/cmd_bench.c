@@ -239,7 +239,7 @@ static bench_run bench_time(qmm_context *ctx, const bench_options *o, bench_weig
 {
     bench_run r = {0};
     const size_t n = bw->copies[0].n, k = bw->copies[0].k;
-    qmm_matmul_plan(ctx, m, &bw->copies[0], &r.path);
+    qmm_matmul_plan(ctx, m, a_type, &bw->copies[0], &r.path);
     /* correctness first, with C poisoned */
     memset(c_host, 0xff, m * n * bench_elem(o->out_type));
     r.status = qmm_buffer_write(ctx, c_buf, c_host, m * n * bench_elem(o->out_type));

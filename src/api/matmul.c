@@ -47,13 +47,25 @@ static bool qmm__span_bytes(size_t rows, size_t cols, size_t ld, size_t elem, si
     return qmm__mul_size(s + cols, elem, out);
 }
 
-qmm_status qmm_matmul_plan(const qmm_context *ctx, size_t m, const qmm_weight *w, qmm_path *out)
+/* An activation type the backend of ctx takes. */
+static qmm_status qmm__check_a_type(const char *fn, const qmm_context *ctx, qmm_dtype a_type)
+{
+    if (!qmm__dtype_is_float(a_type))
+        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: activation type %d is not fp32, bf16 or fp16", fn, (int)a_type);
+    if (a_type == QMM_DTYPE_FP32 && !ctx->ops->fp32_activations)
+        return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: backend '%s' takes bf16 or fp16 activations, not fp32", fn,
+                         qmm_backend_name(ctx->ops->id));
+    return QMM_OK;
+}
+
+qmm_status qmm_matmul_plan(const qmm_context *ctx, size_t m, qmm_dtype a_type, const qmm_weight *w, qmm_path *out)
 {
     static const char fn[] = "qmm_matmul_plan";
     if (!ctx || !out) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: NULL argument", fn);
     if (m == 0) return qmm__fail(QMM_ERR_INVALID_SIZE, "%s: m is 0", fn);
+    QMM__TRY(qmm__check_a_type(fn, ctx, a_type));
     QMM__TRY(qmm__check_weight(fn, ctx, w));
-    *out = ctx->forced != QMM_PATH_AUTO ? ctx->forced : ctx->ops->plan(ctx->state, m, w);
+    *out = ctx->forced != QMM_PATH_AUTO ? ctx->forced : ctx->ops->plan(ctx->state, m, a_type, w);
     return QMM_OK;
 }
 
@@ -66,13 +78,9 @@ qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, const void *
     if (!c) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: c is NULL", fn);
     QMM__TRY(qmm__check_weight(fn, ctx, w));
     if (m == 0) return qmm__fail(QMM_ERR_INVALID_SIZE, "%s: m is 0", fn);
-    if (!qmm__dtype_is_float(a_type))
-        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: activation type %d is not fp32, bf16 or fp16", fn, (int)a_type);
+    QMM__TRY(qmm__check_a_type(fn, ctx, a_type));
     if (!qmm__dtype_is_float(c_type))
         return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: output type %d is not fp32, bf16 or fp16", fn, (int)c_type);
-    if (a_type == QMM_DTYPE_FP32 && !ctx->ops->fp32_activations)
-        return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: backend '%s' takes bf16 or fp16 activations, not fp32", fn,
-                         qmm_backend_name(ctx->ops->id));
     const size_t n = w->n, k = w->k;
     if (lda < k) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: lda = %zu is shorter than k = %zu", fn, lda, k);
     if (ldc < n) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: ldc = %zu is shorter than n = %zu", fn, ldc, n);
@@ -91,6 +99,6 @@ qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, const void *
         return qmm__fail(QMM_ERR_NON_FINITE, "%s: alpha = %g, beta = %g must be finite", fn, x.epi.alpha, x.epi.beta);
     if ((int)x.epi.activation < QMM_ACT_NONE || (int)x.epi.activation > QMM_ACT_GELU_ERF)
         return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: unknown activation %d", fn, (int)x.epi.activation);
-    x.path = ctx->forced != QMM_PATH_AUTO ? ctx->forced : ctx->ops->plan(ctx->state, m, w);
+    x.path = ctx->forced != QMM_PATH_AUTO ? ctx->forced : ctx->ops->plan(ctx->state, m, a_type, w);
     return ctx->ops->matmul(ctx->state, &x);
 }

@@ -33,8 +33,8 @@ typedef struct qmm__backend_ops {
     void (*destroy)(void *state);
     const char *(*describe)(const void *state);
     bool (*has_path)(qmm_path path);
-    /* The dispatcher: the path for m rows against w (w validated). */
-    qmm_path (*plan)(const void *state, size_t m, const qmm_weight *w);
+    /* The dispatcher: the path for m rows of A of type a_type against w (both validated). */
+    qmm_path (*plan)(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w);
     qmm_status (*matmul)(void *state, const qmm__matmul_args *args);
     /* Optional: a backend copy of a validated canonical weight. */
     qmm_status (*prepare)(void *state, const qmm_weight *w, qmm_prepared **out);

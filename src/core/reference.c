@@ -86,9 +86,9 @@ static const char *qmm__reference_describe(const void *state)
 
 static bool qmm__reference_has_path(qmm_path p) { return p == QMM_PATH_REFERENCE; }
 
-static qmm_path qmm__reference_plan(const void *state, size_t m, const qmm_weight *w)
+static qmm_path qmm__reference_plan(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w)
 {
-    (void)state, (void)m, (void)w;
+    (void)state, (void)m, (void)a_type, (void)w;
     return QMM_PATH_REFERENCE;
 }
 

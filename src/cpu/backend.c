@@ -85,8 +85,9 @@ static const qmm__cpu_weight *qmm__cpu_prepared_of(const qmm_weight *w)
     return w->prepared && w->prepared->backend == QMM_BACKEND_CPU ? (const qmm__cpu_weight *)(const void *)w->prepared : NULL;
 }
 
-static qmm_path qmm__cpu_plan(const void *state, size_t m, const qmm_weight *w)
+static qmm_path qmm__cpu_plan(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w)
 {
+    (void)a_type; /* the CPU kernels convert every activation type alike */
     qmm_weight v = *w;
     if (!qmm__cpu_prepared_of(w)) v.prepared = NULL;
     return qmm__cpu_plan_path(state, m, &v);

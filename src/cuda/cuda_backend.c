@@ -94,27 +94,57 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   materialize at M = 160 and 192 (NVFP4 4096 x 14336 82.1/90.9 against 86.4/92.8 us, 14336 x 4096
  *   73.2/76.2 against 82.3/84.1; FP8 85.1/93.4 against 90.2/96.8 and 74.7/78.6 against 86.7/88.0), so
  *   fused_max_m is 192. Past 192 (256-row CTAs) materialize stays faster there. The table is the H200's:
- *   where the device has no sm_90a code the fused path at M = 129..192 runs PIPE, not measured there. */
+ *   where the device has no sm_90a code the fused path at M = 129..192 runs PIPE, not measured there.
+ * - Past M = 256 (2026-12-03, thirty-sixth session, calls 3-4, NVFP4 and FP8): on the two shapes of 235 M
+ *   elements the WG variant's CTAs of 64, 128 or 256 rows as wg_choose picks them past four M tiles
+ *   (wg_cost) beat materialize at M = 384 and 512: 8192 x 28672 NVFP4 371.9 (128-row CTAs) against 439.4
+ *   us and 387.2 (256-row) against 494.2, FP8 385.0 against 458.3 and 396.1 against 523.3; 28672 x 8192
+ *   NVFP4 386.1 (64-row) against 417.5 and 497.0 (256-row) against 507.0, FP8 411.4 against 452.5 and
+ *   497.5 against 524.0. At M = 1024 they are level (749.2 against 779.0; 28672 x 8192 877.5 against
+ *   857.1). So weights of fused_huge_elems elements or more take fused up to fused_huge_max_m. On
+ *   6144 x 18432 and the two smaller shapes materialize stays faster past 256 (the default plan; the
+ *   plans of wg_cost are not measured there). Checked (thirty-seventh session, call 1, NVFP4 and FP8, two
+ *   runs of each build in turn): 8192 x 28672 M = 320..512 317.0-387.7 us against materialize's
+ *   384.6-510.1, 28672 x 8192 314.6-496.4 against 388.8-566.3.
+ * - fp16 activations (thirty-seventh session, calls 2-3). The plan takes the activation type. Where the
+ *   weights have an fp16 decode (FP8, NVFP4, MXFP4 of a narrow scale range) the fused path runs the WG
+ *   variant for fp16 as for bf16 (wgmma's f16 form), at bf16's times (NVFP4 8192 x 28672 M = 256 185.2
+ *   us, bf16 187.6). Materialize is slower for fp16 than for bf16 (A split into two GEMMs, or fp16
+ *   weights), so fused wins further: on 4096 x 14336, 14336 x 4096 and 6144 x 18432 (NVFP4) M = 192 and
+ *   256 took 0.53-0.78 of materialize's time (4096 x 14336 M = 256 115.3 against 148.6 us), so these
+ *   activations take fused at least to fused_half_max_m; on the two shapes of 235 M elements M = 320..512
+ *   took 0.57-0.76 (fused_huge_max_m, as bf16). Where fp16 A is split (MXFP4 of a wide scale range: no
+ *   fp16 decode, no WG variant) the fused path runs STEP or WHOLE, two MMAs per product; PIPE, one, took
+ *   1.05-1.45x materialize's time on 8192 x 28672 at M = 320..512 (the fp16 decodes before they had the
+ *   WG variant, call 2): split activations keep the bf16 tiers without the huge one. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
-    size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m;
+    size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m, fused_huge_elems, fused_huge_max_m;
+    size_t fused_half_max_m;
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256},
-    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256},
-    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256},
+    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512, 256},
+    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512, 256},
+    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512, 256},
 };
 
-static qmm_path qmm__cuda_plan(const void *state, size_t m, const qmm_weight *w)
+static qmm_path qmm__cuda_plan(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w)
 {
     (void)state;
     const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)w->prepared;
+    /* fp16 activations against an fp16 decode; the fused path by wgmma (the WG variant): those and bf16 */
+    const bool half = a_type == QMM_DTYPE_FP16 && qmm__cuda_half_decode(p->enc, p->mx_half);
+    const bool wg = a_type == QMM_DTYPE_BF16 || half;
     for (size_t i = 0; i < sizeof qmm__cuda_thresholds / sizeof qmm__cuda_thresholds[0]; i++)
         if (qmm__cuda_thresholds[i].enc == p->enc) {
             const qmm__cuda_threshold *t = &qmm__cuda_thresholds[i];
             if (m <= t->gemv_max_m) return QMM_PATH_GEMV;
-            const bool large = t->fused_large_elems && w->n * w->k >= t->fused_large_elems;
-            return m <= (large ? t->fused_large_max_m : t->fused_max_m) ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
+            const size_t elems = w->n * w->k;
+            size_t fused_max = wg && t->fused_huge_elems && elems >= t->fused_huge_elems ? t->fused_huge_max_m
+                               : t->fused_large_elems && elems >= t->fused_large_elems ? t->fused_large_max_m
+                                                                                       : t->fused_max_m;
+            if (half && fused_max < t->fused_half_max_m) fused_max = t->fused_half_max_m;
+            return m <= fused_max ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
         }
     return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
 }

@@ -133,7 +133,7 @@ static wg_maps wg_maps_for(const mma_params &p)
            (st == 0 || tensor_map_2d(m.s, p.scales, CU_TENSOR_MAP_DATA_TYPE_UINT8, (uint64_t)p.chunks * st,
                                      (uint64_t)p.strips, (uint64_t)p.chunks * st, chunks * st, kWarps));
     m.a_on = knob_a && p.aligned &&
-             tensor_map_2d(m.a, p.a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (uint64_t)p.k, (uint64_t)p.m, (uint64_t)p.lda * 2,
+             tensor_map_2d(m.a, p.a, is_half(ENC) ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (uint64_t)p.k, (uint64_t)p.m, (uint64_t)p.lda * 2,
                            kWgBoxK, ROWS, CU_TENSOR_MAP_SWIZZLE_128B);
     return m;
 }
@@ -195,13 +195,13 @@ static void wg_setup(int optin, int sm_count, wg_room &room)
     (void)cudaGetLastError(); /* a failed query only leaves clusters off */
 }
 
-/* Whether launch_variant's instance for (ENC, FP16A, NB) has the WG variant: bf16 activations, 32- or
- * 64-row tiles of A (NB = 4 or 8; CTAs of 8 * NB rows, and of 128 at NB = 8), NVFP4, MXFP4 or FP8
- * weights (kernels_mma_wg.cuh) */
+/* Whether launch_variant's instance for (ENC, FP16A, NB) has the WG variant: activations as they are
+ * (bf16, or fp16 against an fp16 decode; not split, FP16A), 32- or 64-row tiles of A (NB = 4 or 8; CTAs
+ * of 8 * NB rows, and of 128, 192 and 256 at NB = 8), NVFP4, MXFP4 or FP8 weights (kernels_mma_wg.cuh) */
 template <int ENC, bool FP16A, int NB>
 constexpr bool has_wg()
 {
-    return (NB == 4 || NB == 8) && !FP16A && (ENC == QMM__ENC_NVFP4 || ENC == QMM__ENC_MXFP4 || ENC == QMM__ENC_FP8);
+    return (NB == 4 || NB == 8) && !FP16A && (is_nvfp4(ENC) || is_mxfp4(ENC) || is_fp8(ENC));
 }
 
 /* Whether variant (ENC, NB) has the GEMV's three-CTA WHOLE (gemv_early_split): NB = 1, not FP8 with
@@ -263,7 +263,7 @@ cudaError_t setup_variant(int dev, int sm_count, variant_limits &lim)
                                              pipe_config<ENC, 4, pipe32_other(ENC)>::bytes);
             lim.pipe_ok = e == cudaSuccess;
         }
-    /* the WG variant (bf16 A, CTAs of 64 and 128 rows): where this build has sm_90a machine
+    /* the WG variant (has_wg: bf16 A, or fp16 A against an fp16 decode): where this build has sm_90a machine
      * code (QMM_CUDA_SM90A, from the gencode flags) and the device runs it (sm_90: its kernels report PTX
      * version 90; a compute_80 PTX that a newer GPU compiles reports 80); wg_setup checks the shared
      * memory */
@@ -406,6 +406,11 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
  *   155.5 and 127.7 against 132.9) and lost where it does not ((6144, 18432): 236.9 against 208.7).
  *   k.coarse (QMM_CUDA_WGCOARSE): 2 wherever the fine units have pairs and M > 64, 0 never.
  * - k.cl (QMM_CUDA_WGCL): the largest cluster (wg_plan_of), kWgClusterMax by default, 0 none.
+ * - Past four M tiles (M > 256) where no one-wave plan of 256-row CTAs exists, under the default knobs:
+ *   CTAs of 256 rows (over coarse units where they take fewer waves), 128 or 64 rows, whichever costs
+ *   least by wg_cost (its waves times the rows and chunks of one wave, 256-row CTAs a fifth cheaper per
+ *   row-chunk). Before, such M fell to 64-row tiles, which are PIPE where the division has coarse units
+ *   ((8192, 28672) M = 384: 644.7 us, against 371.9 in 128-row CTAs; thirty-sixth session).
  * - 32-row tiles (tile_rows 32, M = 17..32; 32-row CTAs, one wgmma m64n32k16 per k-tile) where K is split
  *   in at most kWg32MaxSplits fine units (k.wg 2: wherever the units are whole half stages). On the
  *   H200 against PIPE's 32-row tiles (BENCHMARKS.md, twenty-first session, NVFP4 and FP8, M = 17, 24,
@@ -428,6 +433,18 @@ static wg_plan wg_prefer_coarse(const wg_plan &plan, const mma_params &f, int ro
     if (!f.pairs || f.splits < 2 || f.cps % stage_chunks != 0) return plan;
     const wg_plan c = wg_plan_of(coarse_units(f), rows, room, k.cl);
     return k.coarse == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps ? c : plan;
+}
+/* What plan w costs in CTAs of w.rows rows on a device that holds room of them: its waves times what
+ * one wave covers (each slot's rows times its unit's chunks), weighted by what a row-chunk costs in CTAs
+ * of that many rows, relative to 128 rows: 256-row CTAs 0.8, 64-row ones 0.95. Fitted on the H200
+ * (BENCHMARKS.md, thirty-sixth session, calls 3-4) to (8192, 28672) and (28672, 8192) at M = 384, 512 and
+ * 1024, NVFP4 and FP8, where it picks the plan measured fastest in each of the six: 256-row CTAs at M = 512
+ * on (8192, 28672) 387 us against 500 in 128-row ones, 128-row CTAs at 384 there 372 against 386, 64-row
+ * ones at 384 on (28672, 8192) 386 against 430 and 508. */
+static long long wg_cost(const wg_plan &w, const wg_room &room)
+{
+    const long long weight = w.rows > 2 * kWgRows ? 16 : w.rows > kWgRows ? 20 : 19;
+    return w.waves * w.p.cps * w.rows * room.slots * weight;
 }
 static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_chunks, const wg_knobs &k, wg_plan &plan,
                       int tile_rows = kWgRows)
@@ -456,6 +473,26 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
             plan = w;
             return true;
         }
+    }
+    /* past four M tiles (M > 256, fused only on the largest weights: qmm__cuda_plan) under the default
+     * knobs: CTAs of 256, 128 or 64 rows (64 only where the WG variant runs them, p.half == 0; else PIPE
+     * would), whichever plan costs least by wg_cost */
+    if (k.wg == 1 && k.wg128 == 1 && k.wg256 == 1 && tile_rows == kWgRows && p.mtiles > 4) {
+        bool any = false;
+        long long best = 0;
+        auto consider = [&](const wg_plan &w, const wg_room &room) {
+            const long long c = wg_cost(w, room);
+            if (!any || c < best) plan = w, best = c, any = true;
+        };
+        const wg_room &r256 = lim.wg[wg_room_index(4 * kWgRows)], &r128 = lim.wg[wg_room_index(2 * kWgRows)];
+        if (r256.ok()) {
+            wg_plan w = wg_plan_of(f, 4 * kWgRows, r256, k.cl);
+            if (k.coarse != 0) w = wg_prefer_coarse(w, f, 4 * kWgRows, r256, stage_chunks, k);
+            consider(w, r256);
+        }
+        if (r128.ok()) consider(wg_plan_of(f, 2 * kWgRows, r128, k.cl), r128);
+        if (p.half == 0) consider(wg_plan_of(f, kWgRows, lim.wg[0], k.cl), lim.wg[0]);
+        if (any) return true;
     }
     /* 128-row CTAs at all: past one M tile, unless QMM_CUDA_WG128=0; at two M tiles over long units */
     const bool can128 = lim.wg[wg_room_index(2 * kWgRows)].ok() && p.m > kWgRows && k.wg128 != 0;

@@ -1,5 +1,7 @@
 /* WG variant of the fused path (sm_90a): bf16 activations against NVFP4, MXFP4 and FP8 weights by wgmma
- * with the decoded weights as its register A operand, in CTAs of 32, 64, 128, 192 or 256 rows of A (ROWS).
+ * with the decoded weights as its register A operand, in CTAs of 32, 64, 128, 192 or 256 rows of A (ROWS);
+ * fp16 activations the same way against the fp16 decodes (the kernel-side encodings kEncFp8Half,
+ * kEncNvfp4Half, kEncMxfp4Half: wgmma's f16 form, the epilogue's factor carrying the change of fix).
  *
  * A CTA of 9 warps (12 at 192 and 256 rows) owns 8 strips (128 weight rows, two warpgroups of 64) over
  * one unit of K and one group of M tiles (one of 32 or 64 rows, or two, three or four of 64: wg_config),
@@ -251,13 +253,11 @@ __device__ __forceinline__ uint64_t wg_desc_sw_of(uint32_t lo)
  * (bar.arrive) */
 __device__ __forceinline__ void wg_turn_wait(int w)
 {
-    if (w == 0) asm volatile("bar.sync 1, 256;\n" ::: "memory");
-    else asm volatile("bar.sync 2, 256;\n" ::: "memory");
+    asm volatile("bar.sync %0, 256;\n" ::"r"(1 + w) : "memory");
 }
 __device__ __forceinline__ void wg_turn_pass(int w)
 {
-    if (w == 0) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
-    else asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+    asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - w) : "memory");
 }
 /* wgmma's ordering: the fence before a group's first MMA, the end of a group, the wait until at most N
  * groups are still running */
@@ -286,21 +286,26 @@ __device__ __forceinline__ void wg_fence_acc(float (&d)[N])
 #define QMM_WG_N80 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
 #define QMM_WG_N96 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
 #define QMM_WG_N112 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-/* D (64 x N, fp32) += A (64 x 16 bf16, registers) * B (16 x N bf16, shared memory, K-major), N = 32, 64, 128, 192, 256 */
-template <int N>
+/* D (64 x N, fp32) += A (64 x 16, registers) * B (16 x N, shared memory, K-major), N = 32, 64, 128, 192,
+ * 256; A and B bf16, or fp16 where F16 (the fp16 decodes against fp16 activations) */
+template <int N, bool F16 = false>
 __device__ void wg_mma(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc);
-/* wg_mma<N>: ACC the accumulators' operand numbers, A_DESC those of A's four registers and the descriptor,
- * then the accumulators' operands */
-#define QMM_WG_MMA(N, ACC, A_DESC, ...)                                                                        \
+/* wg_mma<N, F16> (QMM_WG_MMA_T, T the operands' type in the instruction) for both types (QMM_WG_MMA): ACC
+ * the accumulators' operand numbers, A_DESC those of A's four registers and the descriptor, then the
+ * accumulators' operands */
+#define QMM_WG_MMA_T(N, F16, T, ACC, A_DESC, ...)                                                             \
     template <>                                                                                                \
-    __device__ __forceinline__ void wg_mma<N>(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc)        \
+    __device__ __forceinline__ void wg_mma<N, F16>(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc)   \
     {                                                                                                          \
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                \
-                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" ACC "}, " A_DESC             \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." T "." T " {" ACC "}, " A_DESC           \
                      ", p, 1, 1, 0;\n}\n"                                                                      \
                      : __VA_ARGS__                                                                             \
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));                                 \
     }
+#define QMM_WG_MMA(N, ACC, A_DESC, ...)                                                                        \
+    QMM_WG_MMA_T(N, false, "bf16", ACC, A_DESC, __VA_ARGS__)                                                   \
+    QMM_WG_MMA_T(N, true, "f16", ACC, A_DESC, __VA_ARGS__)
 QMM_WG_MMA(32, QMM_WG_N0, "{%16, %17, %18, %19}, %20", QMM_WG_D16(0))
 QMM_WG_MMA(64, QMM_WG_N0 ", " QMM_WG_N16, "{%32, %33, %34, %35}, %36", QMM_WG_D16(0), QMM_WG_D16(16))
 QMM_WG_MMA(128, QMM_WG_N0 ", " QMM_WG_N16 ", " QMM_WG_N32 ", " QMM_WG_N48, "{%64, %65, %66, %67}, %68",
@@ -314,6 +319,7 @@ QMM_WG_MMA(256,
            "{%128, %129, %130, %131}, %132", QMM_WG_D16(0), QMM_WG_D16(16), QMM_WG_D16(32), QMM_WG_D16(48),
            QMM_WG_D16(64), QMM_WG_D16(80), QMM_WG_D16(96), QMM_WG_D16(112))
 #undef QMM_WG_MMA
+#undef QMM_WG_MMA_T
 #undef QMM_WG_N0
 #undef QMM_WG_N16
 #undef QMM_WG_N32
@@ -529,7 +535,7 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
              * leaves the high one in place, where a high word rebuilt per descriptor took two UMOV each */
             const uint64_t d0 = wg_desc_sw_of(lo);
 #pragma unroll
-            for (int j = 0; j < 4; j++) wg_mma<ROWS>(acc, a[j], d0 + (uint64_t)(j * (32 >> 4)));
+            for (int j = 0; j < 4; j++) wg_mma<ROWS, is_half(ENC)>(acc, a[j], d0 + (uint64_t)(j * (32 >> 4)));
             wg_commit();
             wg_fence_acc(acc);
         };
