@@ -111,9 +111,9 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   variant for fp16 as for bf16 (wgmma's f16 form), at bf16's times (NVFP4 8192 x 28672 M = 256 185.2
  *   us, bf16 187.6). Materialize is slower for fp16 than for bf16 (A split into two GEMMs, or fp16
  *   weights), so fused wins further: on 4096 x 14336, 14336 x 4096 and 6144 x 18432 (NVFP4) M = 192 and
- *   256 took 0.53-0.78 of materialize's time (4096 x 14336 M = 256 115.3 against 148.6 us), so these
+ *   256 took 0.52-0.78 of materialize's time (4096 x 14336 M = 256 115.3 against 148.6 us), so these
  *   activations take fused at least to fused_half_max_m; on the two shapes of 235 M elements M = 320..512
- *   took 0.57-0.76 (fused_huge_max_m, as bf16). Where fp16 A is split (MXFP4 of a wide scale range: no
+ *   took 0.50-0.78 (fused_huge_max_m, as bf16). Where fp16 A is split (MXFP4 of a wide scale range: no
  *   fp16 decode, no WG variant) the fused path runs STEP or WHOLE, two MMAs per product; PIPE, one, took
  *   1.05-1.45x materialize's time on 8192 x 28672 at M = 320..512 (the fp16 decodes before they had the
  *   WG variant, call 2): split activations keep the bf16 tiers without the huge one. */

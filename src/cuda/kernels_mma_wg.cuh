@@ -248,9 +248,11 @@ __device__ __forceinline__ uint64_t wg_desc_sw_of(uint32_t lo)
 {
     return (uint64_t)lo | ((uint64_t)((kWgAlign >> 4) | (1u << 30)) << 32);
 }
-/* The turns of the two consumer warpgroups (256-row CTAs): warpgroup w waits for its turn on named
- * barrier 1 + w, which completes when the other warpgroup's 128 threads have passed it the turn
- * (bar.arrive) */
+/* The turns of the two consumer warpgroups (192- and 256-row CTAs): warpgroup w waits for its turn on
+ * named barrier 1 + w, which completes when the other warpgroup's 128 threads have passed it the turn
+ * (bar.arrive). The barrier's number is a register, not a branch between two constants: with the branch
+ * ptxas serialized the wgmmas of the fp16 FP8 instances (C7520, "compiler-inserted WG.AR in divergent
+ * path"; the bf16 ones' times level without it, thirty-seventh session) */
 __device__ __forceinline__ void wg_turn_wait(int w)
 {
     asm volatile("bar.sync %0, 256;\n" ::"r"(1 + w) : "memory");
