@@ -132,9 +132,10 @@ static wg_maps wg_maps_for(const mma_params &p)
                          (uint64_t)p.chunks * 512, chunks * 64, kWarps) &&
            (st == 0 || tensor_map_2d(m.s, p.scales, CU_TENSOR_MAP_DATA_TYPE_UINT8, (uint64_t)p.chunks * st,
                                      (uint64_t)p.strips, (uint64_t)p.chunks * st, chunks * st, kWarps));
+    const CUtensorMapDataType a_dtype = is_half(ENC) ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     m.a_on = knob_a && p.aligned &&
-             tensor_map_2d(m.a, p.a, is_half(ENC) ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (uint64_t)p.k, (uint64_t)p.m, (uint64_t)p.lda * 2,
-                           kWgBoxK, ROWS, CU_TENSOR_MAP_SWIZZLE_128B);
+             tensor_map_2d(m.a, p.a, a_dtype, (uint64_t)p.k, (uint64_t)p.m, (uint64_t)p.lda * 2, kWgBoxK, ROWS,
+                           CU_TENSOR_MAP_SWIZZLE_128B);
     return m;
 }
 
