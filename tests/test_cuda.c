@@ -459,9 +459,10 @@ static void test_batch_invariance(void)
         mm_check_batch_invariance(ctx, formats[f], 8192, 2048, 200, 384, "fused 8192 x 2048 200 vs 384 (256 and 128 rows)");
         mm_check_batch_invariance(ctx, formats[f], 8192, 2048, 384, 520, "fused 8192 x 2048 384 vs 520 (128 and 64 rows)");
         mm_check_batch_invariance(ctx, formats[f], 8192, 2048, 520, 1000, "fused 8192 x 2048 520 vs 1000 (64 and 256 rows)");
-        /* fp16 activations (the fp16 decodes): in rows not 16-byte aligned (lda 1500) STEP at 9 rows
-         * against the WG variant (wgmma's f16 form) over wg_stage_a's layout at 70; in aligned rows its
-         * CTAs of 32 and 64, 64 and 128, 128 and 256, 192 and 256 rows against each other, as above */
+        /* fp16 activations (the fp16 decodes): in rows not 16-byte aligned (lda 1500) WHOLE at 9 rows
+         * (PIPE takes aligned rows only) against 70 rows (the WG variant, wgmma's f16 form, over
+         * wg_stage_a's layout where wg_choose takes it, else STEP); in aligned rows the WG variant's CTAs
+         * of 32 and 64, 64 and 128, 128 and 256, 192 and 256 rows against each other, as above */
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 1500, 300, 1500, 9, 70, "fused fp16 9 vs 70");
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 2048, 300, 2048, 30, 40, "fused fp16 K = 2048 30 vs 40");
         mm_check_batch_invariance_at(ctx, formats[f], QMM_DTYPE_FP16, 2048, 300, 2048, 64, 100, "fused fp16 K = 2048 64 vs 100");
