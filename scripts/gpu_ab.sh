@@ -36,8 +36,9 @@ JOBS=$(( $(nproc) / 2 )) gpu_build "$alt" build_b.log qmm test_cuda & pb=$!
 wait $pa; ra=$?; wait $pb; rb=$?
 if [ $ra -ne 0 ] || [ $rb -ne 0 ]; then exit 1; fi
 gpu_ctest_first "$alt/build-gpu" ctest_first_b.log || exit 1
+tree() { if [ "$1" = b ]; then echo "$alt"; else echo .; fi; } # build v's tree
 for v in a b; do
-  d=.; [ $v = b ] && d=$alt
+  d=$(tree $v)
   if [ $run_tests = 1 ] || [ $run_tests = $v ]; then
     stamp "ctest -L cuda ($v)"
     skip=; [ $v = b ] && skip=${FIRST:-} # B's FIRST ran above
@@ -48,7 +49,7 @@ done
 runs=${RUNS:-1} files_a= files_b=
 for i in $(seq 1 "$runs"); do
   for v in a b; do
-    d=.; [ $v = b ] && d=$alt
+    d=$(tree $v)
     f="$OUT/bench_${v}_$i.jsonl"
     stamp "bench ($v, run $i) $*"
     "$d/build-gpu/qmm" bench --backend cuda --json "$@" > "$f" 2> "$OUT/bench_${v}_$i.err"

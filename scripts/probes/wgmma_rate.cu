@@ -40,7 +40,7 @@ template <int N>
 __device__ __forceinline__ void mma_n(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc)
 {
     if constexpr (N == 16) mma16(d, a, desc);
-    else wg_mma<N, false>(d, a, desc);
+    else wg_mma<N>(d, a, desc);
 }
 
 template <int N, int W, int CHAINS>

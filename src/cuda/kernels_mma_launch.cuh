@@ -435,7 +435,7 @@ static wg_plan wg_prefer_coarse(const wg_plan &plan, const mma_params &f, int ro
     const wg_plan c = wg_plan_of(coarse_units(f), rows, room, k.cl);
     return k.coarse == 2 || c.waves * c.p.cps <= plan.waves * plan.p.cps ? c : plan;
 }
-/* What plan w costs in CTAs of w.rows rows on a device that holds room of them: its waves times what
+/* What plan w costs in CTAs of w.rows rows on a device that holds room of them (slots): its waves times what
  * one wave covers (each slot's rows times its unit's chunks), weighted by what a row-chunk costs in CTAs
  * of that many rows, relative to 128 rows: 256-row CTAs 0.8, 64-row ones 0.95. Fitted on the H200
  * (BENCHMARKS.md, thirty-sixth session, calls 3-4) to (8192, 28672) and (28672, 8192) at M = 384, 512 and
@@ -457,6 +457,12 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
     if (tile_rows < kWgRows && k.wg != 2 && f.splits > kWg32MaxSplits) return false;
     /* long units: 96 chunks of 64 columns (E2M1), 192 of 32 (E4M3), or two or fewer */
     const bool long_units = f.cps >= 48 * stage_chunks || f.splits <= 2;
+    /* the plan in CTAs of `rows` rows (more than 64), over fine or coarse units (wg_prefer_coarse) */
+    auto tall_plan = [&](int rows) {
+        const wg_room &room = lim.wg[wg_room_index(rows)];
+        const wg_plan w = wg_plan_of(f, rows, room, k.cl);
+        return k.coarse != 0 ? wg_prefer_coarse(w, f, rows, room, stage_chunks, k) : w;
+    };
     /* 256-row CTAs (192-row ones at three M tiles) past two M tiles where their plan takes one wave
      * (k.wg256 1), past one M tile (2) or two (3) whatever it takes, never (0); over fine or coarse
      * units (wg_prefer_coarse) */
@@ -466,10 +472,7 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
          * unless QMM_CUDA_WG192=0; also in more than one wave where the fine units are long (as for 128
          * rows) */
         const bool r192 = p.mtiles == 3 && lim.wg[wg_room_index(3 * kWgRows)].ok() && k.wg192 != 0;
-        const int rows = r192 ? 3 * kWgRows : 4 * kWgRows;
-        const wg_room &room = lim.wg[wg_room_index(rows)];
-        wg_plan w = wg_plan_of(f, rows, room, k.cl);
-        if (k.coarse != 0) w = wg_prefer_coarse(w, f, rows, room, stage_chunks, k);
+        const wg_plan w = tall_plan(r192 ? 3 * kWgRows : 4 * kWgRows);
         if (k.wg256 != 1 || w.waves == 1 || (r192 && long_units)) {
             plan = w;
             return true;
@@ -481,18 +484,14 @@ static bool wg_choose(const mma_params &p, const variant_limits &lim, int stage_
     if (k.wg == 1 && k.wg128 == 1 && k.wg256 == 1 && tile_rows == kWgRows && p.mtiles > 4) {
         bool any = false;
         long long best = 0;
-        auto consider = [&](const wg_plan &w, const wg_room &room) {
-            const long long c = wg_cost(w, room);
+        auto consider = [&](const wg_plan &w) {
+            const long long c = wg_cost(w, lim.wg[wg_room_index(w.rows)]);
             if (!any || c < best) plan = w, best = c, any = true;
         };
-        const wg_room &r256 = lim.wg[wg_room_index(4 * kWgRows)], &r128 = lim.wg[wg_room_index(2 * kWgRows)];
-        if (r256.ok()) {
-            wg_plan w = wg_plan_of(f, 4 * kWgRows, r256, k.cl);
-            if (k.coarse != 0) w = wg_prefer_coarse(w, f, 4 * kWgRows, r256, stage_chunks, k);
-            consider(w, r256);
-        }
-        if (r128.ok()) consider(wg_plan_of(f, 2 * kWgRows, r128, k.cl), r128);
-        if (p.half == 0) consider(wg_plan_of(f, kWgRows, lim.wg[0], k.cl), lim.wg[0]);
+        if (lim.wg[wg_room_index(4 * kWgRows)].ok()) consider(tall_plan(4 * kWgRows));
+        const wg_room &r128 = lim.wg[wg_room_index(2 * kWgRows)];
+        if (r128.ok()) consider(wg_plan_of(f, 2 * kWgRows, r128, k.cl));
+        if (p.half == 0) consider(wg_plan_of(f, kWgRows, lim.wg[0], k.cl));
         if (any) return true;
     }
     /* 128-row CTAs at all: past one M tile, unless QMM_CUDA_WG128=0; at two M tiles over long units */
