@@ -4,6 +4,9 @@ each, and B's time relative to A's. A side is one file or several joined by comm
 build taken in turn with the other side's): then each row's time is the median of its runs, the columns
 A.. and B.. show every run, and the last line is the median of B/A over the quantized rows with its
 range.
+Rows are paired by (format, M, N, K), not by path, so an A/B that changes the dispatcher's path still
+pairs its rows: the path column then reads "A-path>B-path" (e.g. "materialize>fused"), and the summary
+line counts those rows apart.
 Usage: bench_ab.py A.jsonl[,A2.jsonl...] B.jsonl[,B2.jsonl...]"""
 import json
 import statistics
@@ -15,7 +18,7 @@ def load(path):
     for line in open(path):
         if line.startswith("{"):
             r = json.loads(line)
-            rows[(r["format"], r["path"], r["M"], r["N"], r["K"])] = r
+            rows[(r["format"], r["M"], r["N"], r["K"])] = r
     return rows
 
 
@@ -26,6 +29,7 @@ def main():
     print(f"{'format':11} {'path':11} {'M':>5} {'N':>6} {'K':>6} {'A us':>8} {'B us':>8} {'B/A':>6} {'A x':>6} {'B x':>6}"
           + ("  runs A | B" if many else ""))
     ratios = []
+    moved = []
     for key, ra in a_runs[0].items():
         if not all(key in r for r in a_runs + b_runs):
             continue
@@ -33,15 +37,23 @@ def main():
         ub = statistics.median(r[key]["us"] for r in b_runs)
         xa = statistics.median(r[key]["speedup_vs_dense"] for r in a_runs)
         xb = statistics.median(r[key]["speedup_vs_dense"] for r in b_runs)
-        line = f"{key[0]:11} {key[1]:11} {key[2]:5} {key[3]:6} {key[4]:6} {ua:8.1f} {ub:8.1f} {ub / ua:6.3f} {xa:6.2f} {xb:6.2f}"
+        paths = sorted({r[key]["path"] for r in a_runs}) + [">"] + sorted({r[key]["path"] for r in b_runs})
+        path = paths[0] if paths == [paths[0], ">", paths[0]] else "".join(
+            ("," if i and p != ">" and paths[i - 1] != ">" else "") + p for i, p in enumerate(paths))
+        line = f"{key[0]:11} {path:11} {key[1]:5} {key[2]:6} {key[3]:6} {ua:8.1f} {ub:8.1f} {ub / ua:6.3f} {xa:6.2f} {xb:6.2f}"
         if many:
             line += "  " + " ".join(f"{r[key]['us']:.1f}" for r in a_runs) + " | " + " ".join(f"{r[key]['us']:.1f}" for r in b_runs)
         print(line)
         if key[0] != "bf16":
             ratios.append(ub / ua)
+            if ">" in path:
+                moved.append(ub / ua)
     if many and ratios:
         print(f"B/A over {len(ratios)} quantized rows: median {statistics.median(ratios):.3f} "
               f"({min(ratios):.3f} to {max(ratios):.3f})")
+    if moved:
+        print(f"B/A over the {len(moved)} rows whose path changed: median {statistics.median(moved):.3f} "
+              f"({min(moved):.3f} to {max(moved):.3f})")
 
 
 if __name__ == "__main__":
