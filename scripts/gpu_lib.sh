@@ -47,12 +47,13 @@ gpu_ctest_first() {
 # gpu_ncu_bench REGEX SHAPE M PATH NCU_ARGS...: Nsight Compute on the launches of the kernels matching
 # REGEX in `qmm bench --path PATH` (FORMAT, default nvfp4; one shape, one M): NCU_COUNT of them (default
 # 1) after the first NCU_SKIP (default 3), in a bench of NCU_REPS timed batches (default 2), at the
-# application clocks unless NCU_CLOCKS=base; NCU_ARGS choose the sections, metrics and output.
+# application clocks unless NCU_CLOCKS=base; NCU_ARGS choose the sections, metrics and output; BENCH_EXTRA
+# (optional) adds options to the bench, e.g. "--a-type fp16".
 gpu_ncu_bench() {
     local re=$1 shape=$2 m=$3 path=$4
     shift 4
     ncu --kernel-name "regex:$re" --launch-skip "${NCU_SKIP:-3}" --launch-count "${NCU_COUNT:-1}" \
         --clock-control "${NCU_CLOCKS:-none}" --import-source no "$@" \
         build-gpu/qmm bench --backend cuda --format "${FORMAT:-nvfp4}" --shapes "$shape" --m "$m" --path "$path" \
-        --reps "${NCU_REPS:-2}" --rotate-mb 512
+        --reps "${NCU_REPS:-2}" --rotate-mb 512 ${BENCH_EXTRA:-}
 }

@@ -266,6 +266,20 @@ static void test_chunked_materialize(void)
         mm_case c = {formats[f], 9, 4000, 8200, QMM_DTYPE_BF16, QMM_DTYPE_FP32, 1, QMM_ACT_SILU, 0, 0};
         mm_check(small, ref, &c, "chunked materialize");
     }
+    /* fp16 activations against fp16 weights, one GEMM per chunk (NVFP4, MXFP4 of a narrow scale range, FP8),
+     * with cuBLASLt's epilogue where it writes the output type and an fp32 result where it does not (bf16
+     * C from fp16 operands: decided before the first chunk, cuBLASLt asked once); three chunks, the last
+     * one shorter; bf16 C twice, the second call meeting the cached answer */
+    for (int f = 0; f < 3; f++)
+        for (int t = 0; t < 3; t++) {
+            qmm_weight w;
+            mm_random_weight(&w, formats[f], 4000, 8200);
+            CHECK_OK(qmm_weight_prepare(small, &w));
+            mm_case c = {formats[f], 3, 4000, 8200, QMM_DTYPE_FP16, ctypes[t], 0, QMM_ACT_RELU, 0, 0};
+            mm_check_with(small, ref, &c, "chunked materialize, fp16 A", &w);
+            if (ctypes[t] == QMM_DTYPE_BF16) mm_check_with(small, ref, &c, "chunked materialize, fp16 A, again", &w);
+            qmm_weight_free(&w);
+        }
     /* large M in chunks: every format, fp16 activations (split into two GEMMs, or fp16 weights), both
      * cuBLASLt epilogue routes, odd sizes and strides, batch invariance */
     qmm_context *mid = cuda_context((size_t)3 << 20, NULL), *mid8 = cuda_context((size_t)8 << 20, NULL);
@@ -320,8 +334,7 @@ static void test_chunked_materialize(void)
 }
 
 /* The dispatcher's table (qmm__cuda_thresholds) on a small weight: the GEMV to M = 8, the fused path to
- * M = 192 (fp16 activations, all of which meet an fp16 decode here: 256), materialize past it; bf16
- * weights always on materialize. */
+ * M = 192, materialize past it, for both activation types; bf16 weights always on materialize. */
 static void test_dispatch_table(void)
 {
     static const struct {
@@ -331,8 +344,8 @@ static void test_dispatch_table(void)
     } rows[] = {{1, QMM_DTYPE_BF16, QMM_PATH_GEMV},         {8, QMM_DTYPE_BF16, QMM_PATH_GEMV},
                 {9, QMM_DTYPE_BF16, QMM_PATH_FUSED},        {192, QMM_DTYPE_BF16, QMM_PATH_FUSED},
                 {193, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE}, {4096, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE},
-                {8, QMM_DTYPE_FP16, QMM_PATH_GEMV},         {256, QMM_DTYPE_FP16, QMM_PATH_FUSED},
-                {257, QMM_DTYPE_FP16, QMM_PATH_MATERIALIZE}};
+                {8, QMM_DTYPE_FP16, QMM_PATH_GEMV},         {192, QMM_DTYPE_FP16, QMM_PATH_FUSED},
+                {193, QMM_DTYPE_FP16, QMM_PATH_MATERIALIZE}};
     for (int f = 0; f < 5; f++) {
         qmm_weight w;
         mm_random_weight(&w, formats[f], 300, 1000);

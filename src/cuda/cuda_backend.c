@@ -109,32 +109,33 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  * - fp16 activations (thirty-seventh session, calls 2-3). The plan takes the activation type. Where the
  *   weights have an fp16 decode (FP8, NVFP4, MXFP4 of a narrow scale range) the fused path runs the WG
  *   variant for fp16 as for bf16 (wgmma's f16 form), at bf16's times (NVFP4 8192 x 28672 M = 256 185.2
- *   us, bf16 187.6). Materialize is slower for fp16 than for bf16 (A split into two GEMMs, or fp16
- *   weights), so fused wins further: on 4096 x 14336, 14336 x 4096 and 6144 x 18432 (NVFP4) M = 192 and
- *   256 took 0.52-0.78 of materialize's time (4096 x 14336 M = 256 115.3 against 148.6 us), so these
- *   activations take fused at least to fused_half_max_m; on the two shapes of 235 M elements M = 320..512
- *   took 0.50-0.78 (fused_huge_max_m, as bf16). Where fp16 A is split (MXFP4 of a wide scale range: no
- *   fp16 decode, no WG variant) the fused path runs STEP or WHOLE, two MMAs per product; PIPE, one, took
- *   1.05-1.45x materialize's time on 8192 x 28672 at M = 320..512 (the fp16 decodes before they had the
- *   WG variant, call 2): split activations keep the bf16 tiers without the huge one. */
+ *   us, bf16 187.6). Where fp16 A is split (MXFP4 of a wide scale range: no fp16 decode, no WG variant)
+ *   the fused path runs STEP or WHOLE, two MMAs per product; PIPE, one, took 1.05-1.45x materialize's
+ *   time on 8192 x 28672 at M = 320..512 (the fp16 decodes before they had the WG variant, call 2):
+ *   split activations keep the bf16 tiers without the huge one.
+ * - fp16 on materialize (thirty-eighth session, call 2): with a bf16 C it took 1.3-1.4x bf16's time (NVFP4
+ *   8192 x 28672 M = 256 480 us against 349; with an fp32 C 347, an fp16 C 343): cuBLASLt has no fp16
+ *   GEMM writing bf16, and the fallback to an fp32 result was taken after the first chunk was dequantized,
+ *   on every call. Since then that is decided before any work, and MXFP4 of a narrow range is one fp16
+ *   GEMM too, not two bf16 GEMMs on a split A; so fp16 with an fp16 decode takes bf16's tiers (a separate
+ *   fp16 tier to M = 256 had been set against the slow materialize: on the three smaller shapes at M =
+ *   256 bf16 materialize (93-165 us) beats fused fp16 (99-166)). */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m, fused_huge_elems, fused_huge_max_m;
-    size_t fused_half_max_m;
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512, 256},
-    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512, 256},
-    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512, 256},
+    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512},
+    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512},
+    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w)
 {
     (void)state;
     const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)w->prepared;
-    /* fp16 activations against an fp16 decode; the fused path by wgmma (the WG variant): those and bf16 */
-    const bool half = a_type == QMM_DTYPE_FP16 && qmm__cuda_half_decode(p->enc, p->mx_half);
-    const bool wg = a_type == QMM_DTYPE_BF16 || half;
+    /* the fused path by wgmma (the WG variant): bf16 activations, and fp16 against an fp16 decode */
+    const bool wg = a_type == QMM_DTYPE_BF16 || qmm__cuda_half_decode(p->enc, p->mx_half);
     for (size_t i = 0; i < sizeof qmm__cuda_thresholds / sizeof qmm__cuda_thresholds[0]; i++)
         if (qmm__cuda_thresholds[i].enc == p->enc) {
             const qmm__cuda_threshold *t = &qmm__cuda_thresholds[i];
@@ -143,7 +144,6 @@ static qmm_path qmm__cuda_plan(const void *state, size_t m, qmm_dtype a_type, co
             size_t fused_max = wg && t->fused_huge_elems && elems >= t->fused_huge_elems ? t->fused_huge_max_m
                                : t->fused_large_elems && elems >= t->fused_large_elems ? t->fused_large_max_m
                                                                                        : t->fused_max_m;
-            if (half && fused_max < t->fused_half_max_m) fused_max = t->fused_half_max_m;
             return m <= fused_max ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
         }
     return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
@@ -321,21 +321,26 @@ static int qmm__alignment(const void *ptr, size_t stride_bytes)
     return (v & 15) == 0 ? 16 : (v & 7) == 0 ? 8 : (v & 3) == 0 ? 4 : 2;
 }
 
-/* Whether element * block scale of every weight is an fp16 value, so fp16 activations can meet fp16
- * weights in one GEMM: NVFP4 products lie in [2^-10, 2688] and E4M3 values in [2^-9, 448]; MXFP4 and
- * bf16 weights go through the bf16 hi + lo split of A instead. */
+/* Whether the dequantized weights are fp16 values, so fp16 activations can meet fp16 weights in one GEMM:
+ * NVFP4 products (element * block scale) lie in [2^-10, 2688] and E4M3 values in [2^-9, 448]; MXFP4 of a
+ * narrow scale range (mx_half) as the tensor-core decode's value, element * block scale * 2^-fix, in
+ * [2^-24, 12] (decode.h). Other MXFP4 and bf16 weights go through the bf16 hi + lo split
+ * of A instead: before MXFP4 of a narrow range took one fp16 GEMM, it took 1.26-1.74x NVFP4's time on the
+ * materialize path at M = 256..1024 with fp16 activations (H200, BENCHMARKS.md, thirty-eighth session). */
 static bool qmm__weight_fits_fp16(const qmm__cuda_prepared *p)
 {
-    return p->enc == QMM__ENC_NVFP4 || p->enc == QMM__ENC_NVFP4_RAW || p->enc == QMM__ENC_FP8 || p->enc == QMM__ENC_FP8_RAW;
+    return p->enc == QMM__ENC_NVFP4 || p->enc == QMM__ENC_NVFP4_RAW || p->enc == QMM__ENC_FP8 || p->enc == QMM__ENC_FP8_RAW ||
+           (p->enc == QMM__ENC_MXFP4 && p->mx_half);
 }
 
-static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matmul_args *x, const qmm__cuda_prepared *p,
-                                            bool allow_lt_epilogue)
+static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matmul_args *x, const qmm__cuda_prepared *p)
 {
     const size_t m = x->m, n = x->n, k = x->k;
-    qmm__cuda_epilogue e = qmm__cuda_make_epilogue(x, p, false);
     const bool a_fp16 = x->a_type == QMM_DTYPE_FP16;
     const bool w_half = a_fp16 && qmm__weight_fits_fp16(p);
+    /* MXFP4 in fp16 keeps its 2^-fix (its exact value may lie outside fp16's range); alpha carries 2^fix */
+    const bool unfixed = w_half && p->enc == QMM__ENC_MXFP4;
+    qmm__cuda_epilogue e = qmm__cuda_make_epilogue(x, p, unfixed);
     const bool split_a = a_fp16 && !w_half;
     const bool per_column = p->channel_scales || x->epi.column_scale;
     /* cuBLASLt's per-row alpha vector costs its GEMM up to 40% at M = 2048 (measured on H200, FP8 per
@@ -344,14 +349,38 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
      * the vector 1-12% slower at M = 2048..8192 on the five default shapes (BENCHMARKS.md, row 103). */
     /* cuBLASLt's GELU epilogue is not the tanh formula of qmm.h (measured on H200: bf16 results a few ulps
      * apart), so GELU, like SiLU and GELU-erf, runs in qmm's epilogue kernel. */
-    const bool lt_epi = allow_lt_epilogue && !split_a && !per_column &&
-                        (x->epi.activation == QMM_ACT_NONE || x->epi.activation == QMM_ACT_RELU);
+    bool lt_epi = !split_a && !per_column &&
+                  (x->epi.activation == QMM_ACT_NONE || x->epi.activation == QMM_ACT_RELU);
     const qmm_dtype gemm_type = w_half ? QMM_DTYPE_FP16 : QMM_DTYPE_BF16;
 
     char *cur = st->workspace;
     size_t left = st->workspace_bytes;
     const size_t lt_bytes = left / 4 < QMM__CUDA_LT_WORKSPACE ? left / 4 : QMM__CUDA_LT_WORKSPACE;
     void *lt_ws = qmm__carve(&cur, &left, lt_bytes);
+    const size_t csize = qmm__dtype_size(x->c_type);
+    const int align_c = qmm__alignment(x->c, x->ldc * csize); /* also each chunk's: r0 * csize is a multiple of 32 */
+    /* the GEMM writing C with cuBLASLt's epilogue, one call per chunk of rows */
+    qmm__lt_call lt_c;
+    memset(&lt_c, 0, sizeof lt_c);
+    lt_c.cols = m, lt_c.k = k, lt_c.w_type = gemm_type, lt_c.a = x->a, lt_c.lda = x->lda, lt_c.d_type = x->c_type;
+    lt_c.ldd = x->ldc, lt_c.alpha = e.alpha_fix, lt_c.beta = x->epi.beta, lt_c.bias = x->epi.bias, lt_c.act = x->epi.activation;
+    lt_c.align_a = qmm__alignment(x->a, x->lda * 2), lt_c.align_d = align_c;
+    /* Where cuBLASLt has no such GEMM (fp16 operands with a bf16 C, for one), fall back to the fp32 result
+     * before the first chunk is dequantized: asked after it, the fallback dequantized that chunk twice and
+     * asked the heuristic again on every call (measured on H200: fp16 A, NVFP4 8192 x 28672, bf16 C, M = 256
+     * 480 us against 347 with an fp32 C, BENCHMARKS.md, thirty-eighth session). Both chunk heights are
+     * asked: the chunks' and the last one's. */
+    if (lt_epi) {
+        const size_t rows0 = qmm__cuda_chunk_rows(left, p->enc != QMM__ENC_BF16 ? k * 2 : 0, 0, n);
+        const size_t heights[2] = {rows0 < n ? rows0 : n, rows0 && n % rows0 ? n % rows0 : 0};
+        for (int i = 0; i < 2 && lt_epi; i++) {
+            if (heights[i] == 0) continue;
+            lt_c.rows = heights[i];
+            const qmm_status s = qmm__lt_check(&st->lt, &lt_c, lt_bytes);
+            if (s == QMM_ERR_UNSUPPORTED) lt_epi = false;
+            else QMM__TRY(s);
+        }
+    }
     void *a_hi = split_a ? qmm__carve(&cur, &left, m * k * 2) : NULL;
     void *a_lo = split_a ? qmm__carve(&cur, &left, m * k * 2) : NULL;
     if (split_a && (!a_hi || !a_lo))
@@ -365,30 +394,25 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
     float *scratch = lt_epi ? NULL : qmm__carve(&cur, &left, rows * m * sizeof(float));
 
     if (split_a) QMM__TRY(qmm__cuda_status(qmm__cuda_split_fp16(x->a, m, k, x->lda, a_hi, a_lo, st->stream), "fp16 split"));
-    const size_t csize = qmm__dtype_size(x->c_type);
     for (size_t r0 = 0; r0 < n; r0 += rows) {
         const size_t rc = n - r0 < rows ? n - r0 : rows;
         const void *wp;
         if (p->enc == QMM__ENC_BF16) {
             wp = (const char *)p->data + r0 * k * 2;
         } else {
-            QMM__TRY(qmm__cuda_status(qmm__cuda_dequantize(p, r0, rc, w_chunk, w_half, st->stream), "dequantize kernel"));
+            QMM__TRY(qmm__cuda_status(qmm__cuda_dequantize(p, r0, rc, w_chunk, w_half, unfixed, st->stream), "dequantize kernel"));
             wp = w_chunk;
         }
         qmm__lt_call c;
-        memset(&c, 0, sizeof c);
-        c.rows = rc, c.cols = m, c.k = k, c.w = wp, c.w_type = gemm_type;
         if (lt_epi) {
-            c.a = x->a, c.lda = x->lda, c.d = (char *)x->c + r0 * csize, c.d_type = x->c_type, c.ldd = x->ldc;
-            c.alpha = e.alpha_fix, c.beta = x->epi.beta;
+            c = lt_c;
+            c.rows = rc, c.w = wp, c.d = (char *)x->c + r0 * csize;
             c.bias = x->epi.bias ? x->epi.bias + r0 : NULL;
-            c.act = x->epi.activation;
-            c.align_a = qmm__alignment(x->a, x->lda * 2), c.align_d = qmm__alignment(c.d, x->ldc * csize);
-            qmm_status s = qmm__lt_matmul(&st->lt, &c, lt_ws, lt_bytes, st->stream);
-            if (s == QMM_ERR_UNSUPPORTED && r0 == 0) return qmm__cuda_run_materialize(st, x, p, false);
-            QMM__TRY(s);
+            QMM__TRY(qmm__lt_matmul(&st->lt, &c, lt_ws, lt_bytes, st->stream));
             continue;
         }
+        memset(&c, 0, sizeof c);
+        c.rows = rc, c.cols = m, c.k = k, c.w = wp, c.w_type = gemm_type;
         /* fp32 sums into the scratch (rc x m column-major = m rows of rc), then qmm's epilogue */
         c.d = scratch, c.d_type = QMM_DTYPE_FP32, c.ldd = rc, c.alpha = 1.0f, c.beta = 0.0f, c.act = QMM_ACT_NONE;
         c.align_d = qmm__alignment(scratch, rc * 4);
@@ -409,7 +433,7 @@ static qmm_status qmm__cuda_matmul(void *state, const qmm__matmul_args *x)
     QMM__TRY(qmm__cuda_use_device(st));
     const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)x->w->prepared;
     if (x->path == QMM_PATH_GEMV || x->path == QMM_PATH_FUSED) return qmm__cuda_run_mma(st, x, p, x->path == QMM_PATH_FUSED);
-    return qmm__cuda_run_materialize(st, x, p, true);
+    return qmm__cuda_run_materialize(st, x, p);
 }
 
 /* ---- buffers and measurements ---- */

@@ -128,8 +128,11 @@ static inline size_t qmm__cuda_chunk_rows(size_t left, size_t w_row, size_t f_ro
 int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int a_type, const void *a, size_t lda,
                   const qmm__cuda_epilogue *e, float *partials, size_t partial_floats, unsigned *counters,
                   size_t counter_count, int sm_count, void *stream);
-/* Writes the unscaled weight rows [r0, r0 + rows) as row-major bf16 (dst_half = 0) or fp16 (1), k columns. */
-int qmm__cuda_dequantize(const qmm__cuda_prepared *w, size_t r0, size_t rows, void *dst, int dst_half, void *stream);
+/* Writes the unscaled weight rows [r0, r0 + rows) as row-major bf16 (dst_half = 0) or fp16 (1), k columns:
+ * element * block scale, or with unfixed = 1 (NVFP4, MXFP4 and FP8 only) that times 2^-fix, the tensor-core
+ * decode's own value, which the caller's alpha then multiplies by w->fix. */
+int qmm__cuda_dequantize(const qmm__cuda_prepared *w, size_t r0, size_t rows, void *dst, int dst_half, int unfixed,
+                         void *stream);
 /* Splits fp16 A (m x k, stride lda) into bf16 hi and lo parts (each m x k, stride k): a = hi + lo exactly. */
 int qmm__cuda_split_fp16(const void *a, size_t m, size_t k, size_t lda, void *hi, void *lo, void *stream);
 /* Applies the epilogue to fp32 sums acc (m x n, stride ldacc) and writes C. */

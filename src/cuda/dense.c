@@ -21,6 +21,7 @@ qmm_status qmm__lt_create(qmm__lt *lt)
 
 static void qmm__lt_entry_free(qmm__lt_entry *e)
 {
+    e->unsupported = 0;
     if (!e->valid) return;
     cublasLtMatmulDescDestroy(e->op);
     cublasLtMatrixLayoutDestroy(e->la);
@@ -112,23 +113,52 @@ static qmm_status qmm__lt_build(qmm__lt *lt, qmm__lt_entry *e, const qmm__lt_cal
     return QMM_OK;
 }
 
-qmm_status qmm__lt_matmul(qmm__lt *lt, const qmm__lt_call *c, void *ws, size_t ws_bytes, cudaStream_t stream)
+/* The cache entry of the call's key, built (or found unsupported) on first use; NULL with the status set
+ * where cuBLASLt has no algorithm or fails. */
+static qmm__lt_entry *qmm__lt_entry_for(qmm__lt *lt, const qmm__lt_call *c, size_t ws_bytes, qmm_status *status)
 {
-    qmm__lt_entry *e = NULL;
     const int epi = qmm__lt_epilogue(c);
+    qmm__lt_entry *e = NULL;
     for (int i = 0; i < QMM__LT_CACHE && !e; i++) {
         qmm__lt_entry *x = &lt->cache[i];
-        if (x->valid && x->rows == c->rows && x->cols == c->cols && x->k == c->k && x->lda == c->lda && x->ldd == c->ldd &&
-            x->w_type == (int)c->w_type && x->d_type == (int)c->d_type && x->epi == epi &&
-            x->align_a == c->align_a && x->align_d == c->align_d)
+        if ((x->valid || x->unsupported) && x->rows == c->rows && x->cols == c->cols && x->k == c->k &&
+            x->lda == c->lda && x->ldd == c->ldd && x->w_type == (int)c->w_type && x->d_type == (int)c->d_type &&
+            x->epi == epi && x->align_a == c->align_a && x->align_d == c->align_d)
             e = x;
     }
     if (!e) {
         e = &lt->cache[lt->next];
         lt->next = (lt->next + 1) % QMM__LT_CACHE;
         qmm__lt_entry_free(e);
-        QMM__TRY(qmm__lt_build(lt, e, c, ws_bytes));
+        *status = qmm__lt_build(lt, e, c, ws_bytes);
+        if (*status == QMM_ERR_UNSUPPORTED) {
+            /* qmm__lt_build freed the descriptors; the key stays, marked */
+            e->rows = c->rows, e->cols = c->cols, e->k = c->k, e->lda = c->lda, e->ldd = c->ldd;
+            e->w_type = (int)c->w_type, e->d_type = (int)c->d_type, e->epi = epi;
+            e->align_a = c->align_a, e->align_d = c->align_d, e->unsupported = 1;
+        }
+        if (*status != QMM_OK) return NULL;
     }
+    if (e->unsupported) {
+        *status = qmm__fail(QMM_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for this case (cached)");
+        return NULL;
+    }
+    *status = QMM_OK;
+    return e;
+}
+
+qmm_status qmm__lt_check(qmm__lt *lt, const qmm__lt_call *c, size_t ws_bytes)
+{
+    qmm_status s;
+    qmm__lt_entry_for(lt, c, ws_bytes, &s);
+    return s;
+}
+
+qmm_status qmm__lt_matmul(qmm__lt *lt, const qmm__lt_call *c, void *ws, size_t ws_bytes, cudaStream_t stream)
+{
+    qmm_status s;
+    qmm__lt_entry *e = qmm__lt_entry_for(lt, c, ws_bytes, &s);
+    if (!e) return s;
     if (c->bias) QMM__LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c->bias, sizeof c->bias));
     const float beta = c->beta;
     cublasStatus_t st = cublasLtMatmul(lt->handle, e->op, &c->alpha, c->w, e->la, c->a, e->lb, &beta, c->d, e->lc, c->d, e->lc,

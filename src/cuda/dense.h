@@ -28,6 +28,7 @@ typedef struct qmm__lt_call {
 
 typedef struct qmm__lt_entry {
     int valid;
+    int unsupported; /* cuBLASLt offered no algorithm for this key: remembered, so it is asked once */
     size_t rows, cols, k, lda, ldd;
     int w_type, d_type, epi, align_a, align_d;
     cublasLtMatmulDesc_t op;
@@ -43,8 +44,12 @@ typedef struct qmm__lt {
 
 qmm_status qmm__lt_create(qmm__lt *lt);
 void qmm__lt_destroy(qmm__lt *lt);
-/* QMM_OK, QMM_ERR_UNSUPPORTED when cuBLASLt offers no algorithm for the combination (the caller falls
- * back to an fp32 result and its own epilogue), or QMM_ERR_CUBLAS. */
+/* Whether cuBLASLt has an algorithm for the call's shape, types, alignments and epilogue (its pointers and
+ * alpha, beta are not read, only whether bias is set): QMM_OK, QMM_ERR_UNSUPPORTED (the caller falls back
+ * to an fp32 result and its own epilogue) or QMM_ERR_CUBLAS. The answer, either way, is cached, so callers
+ * ask before doing work that only the call would use. */
+qmm_status qmm__lt_check(qmm__lt *lt, const qmm__lt_call *c, size_t ws_bytes);
+/* Runs the call: qmm__lt_check's statuses, then QMM_ERR_CUBLAS where the GEMM itself fails. */
 qmm_status qmm__lt_matmul(qmm__lt *lt, const qmm__lt_call *c, void *ws, size_t ws_bytes, cudaStream_t stream);
 
 #endif

@@ -240,7 +240,8 @@ unsigned grid_for(size_t total, unsigned block)
 
 } // namespace
 
-extern "C" int qmm__cuda_dequantize(const qmm__cuda_prepared *w, size_t r0, size_t rows, void *dst, int dst_half, void *stream)
+extern "C" int qmm__cuda_dequantize(const qmm__cuda_prepared *w, size_t r0, size_t rows, void *dst, int dst_half,
+                                    int unfixed, void *stream)
 {
     const int strip0 = (int)(r0 / 16), strip_end = (int)((r0 + rows + 15) / 16);
     const long long tiles = (long long)(strip_end - strip0) * (long long)w->chunks;
@@ -253,7 +254,7 @@ extern "C" int qmm__cuda_dequantize(const qmm__cuda_prepared *w, size_t r0, size
     memcpy(&fix_bits, &w->fix, 4);
     const int e = (int)((fix_bits >> 23) & 0xff) - 127;
     const uint32_t fb = e >= -126 ? (fix_bits >> 16) : (0x40u >> (-126 - e));
-    const uint32_t fix2 = fb | (fb << 16);
+    const uint32_t fix2 = unfixed ? 0x3f803f80u : fb | (fb << 16); /* unfixed: times 1.0, the decode's own value */
     auto kernel = dst_half ? dequant_kernel<true> : dequant_kernel<false>;
     kernel<<<grid, kDqWarps * 32, 0, s>>>(data, sc, (int)w->enc, (int)w->n, (int)w->k, (int)w->chunks, strip0,
                                           strip_end - strip0, (int)r0, (int)rows, static_cast<uint16_t *>(dst), w->mx_off,
