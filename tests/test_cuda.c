@@ -280,16 +280,23 @@ static void test_chunked_materialize(void)
             if (ctypes[t] == QMM_DTYPE_BF16) mm_check_with(small, ref, &c, "chunked materialize, fp16 A, again", &w);
             qmm_weight_free(&w);
         }
-    /* large M in chunks: every format, fp16 activations (split into two GEMMs, or fp16 weights), both
-     * cuBLASLt epilogue routes, odd sizes and strides, batch invariance */
+    /* large M in chunks: every format, fp16 activations (fp16 weights; the MXFP4 one with a scale code
+     * 2^-27 in block 0, so that its codes span more than 24 and A is split into bf16 hi + lo, two GEMMs),
+     * both cuBLASLt epilogue routes, odd sizes and strides, batch invariance */
     qmm_context *mid = cuda_context((size_t)3 << 20, NULL), *mid8 = cuda_context((size_t)8 << 20, NULL);
     if (mid && mid8) {
         CHECK_OK(qmm_context_set_path(mid, QMM_PATH_MATERIALIZE));
         CHECK_OK(qmm_context_set_path(mid8, QMM_PATH_MATERIALIZE));
         for (int f = 0; f < 4; f++) {
-            /* fp16 activations need room for their bf16 hi and lo copies: 8 MB and more rows */
+            /* fp16 activations: 8 MB and more rows (room for the split's bf16 hi and lo copies) */
             mm_case c = {formats[f], 600, f % 2 ? 2000 : 1000, 1100, atypes[f % 2], ctypes[f % 3], f % 2, f < 2 ? QMM_ACT_NONE : QMM_ACT_GELU, 0, 0};
-            mm_check(f % 2 ? mid8 : mid, ref, &c, "chunked materialize, large M");
+            qmm_context *cx = f % 2 ? mid8 : mid;
+            qmm_weight w;
+            mm_random_weight(&w, formats[f], c.n, c.k);
+            if (formats[f] == QMM_FORMAT_MXFP4) w.block_scales[0] = 100;
+            CHECK_OK(qmm_weight_prepare(cx, &w));
+            mm_check_with(cx, ref, &c, "chunked materialize, large M", &w);
+            qmm_weight_free(&w);
         }
         mm_case odd = {QMM_FORMAT_NVFP4, 517, 999, 1003, QMM_DTYPE_BF16, QMM_DTYPE_BF16, 0, QMM_ACT_RELU, 3, 5};
         mm_check(mid, ref, &odd, "chunked materialize, large M, odd sizes");

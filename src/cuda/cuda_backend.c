@@ -324,8 +324,8 @@ static int qmm__alignment(const void *ptr, size_t stride_bytes)
 /* Whether the dequantized weights are fp16 values, so fp16 activations can meet fp16 weights in one GEMM:
  * NVFP4 products (element * block scale) lie in [2^-10, 2688] and E4M3 values in [2^-9, 448]; MXFP4 of a
  * narrow scale range (mx_half) as the tensor-core decode's value, element * block scale * 2^-fix, in
- * [2^-24, 12] (decode.h). Other MXFP4 and bf16 weights go through the bf16 hi + lo split
- * of A instead: before MXFP4 of a narrow range took one fp16 GEMM, it took 1.26-1.74x NVFP4's time on the
+ * [2^-24, 12] (decode.h). Other MXFP4 and bf16 weights go through the bf16 hi + lo split of A instead:
+ * before MXFP4 of a narrow range took one fp16 GEMM, it took 1.05-1.74x NVFP4's time (median 1.35) on the
  * materialize path at M = 256..1024 with fp16 activations (H200, BENCHMARKS.md, thirty-eighth session). */
 static bool qmm__weight_fits_fp16(const qmm__cuda_prepared *p)
 {
