@@ -37,9 +37,9 @@ def main():
         ub = statistics.median(r[key]["us"] for r in b_runs)
         xa = statistics.median(r[key]["speedup_vs_dense"] for r in a_runs)
         xb = statistics.median(r[key]["speedup_vs_dense"] for r in b_runs)
-        paths = sorted({r[key]["path"] for r in a_runs}) + [">"] + sorted({r[key]["path"] for r in b_runs})
-        path = paths[0] if paths == [paths[0], ">", paths[0]] else "".join(
-            ("," if i and p != ">" and paths[i - 1] != ">" else "") + p for i, p in enumerate(paths))
+        pa = ",".join(sorted({r[key]["path"] for r in a_runs}))
+        pb = ",".join(sorted({r[key]["path"] for r in b_runs}))
+        path = pa if pa == pb else f"{pa}>{pb}"
         line = f"{key[0]:11} {path:11} {key[1]:5} {key[2]:6} {key[3]:6} {ua:8.1f} {ub:8.1f} {ub / ua:6.3f} {xa:6.2f} {xb:6.2f}"
         if many:
             line += "  " + " ".join(f"{r[key]['us']:.1f}" for r in a_runs) + " | " + " ".join(f"{r[key]['us']:.1f}" for r in b_runs)
