@@ -266,20 +266,6 @@ static void test_chunked_materialize(void)
         mm_case c = {formats[f], 9, 4000, 8200, QMM_DTYPE_BF16, QMM_DTYPE_FP32, 1, QMM_ACT_SILU, 0, 0};
         mm_check(small, ref, &c, "chunked materialize");
     }
-    /* fp16 activations against fp16 weights, one GEMM per chunk (NVFP4, MXFP4 of a narrow scale range, FP8),
-     * with cuBLASLt's epilogue where it writes the output type and an fp32 result where it does not (bf16
-     * C from fp16 operands: decided before the first chunk, cuBLASLt asked once); three chunks, the last
-     * one shorter; bf16 C twice, the second call meeting the cached answer */
-    for (int f = 0; f < 3; f++)
-        for (int t = 0; t < 3; t++) {
-            qmm_weight w;
-            mm_random_weight(&w, formats[f], 4000, 8200);
-            CHECK_OK(qmm_weight_prepare(small, &w));
-            mm_case c = {formats[f], 3, 4000, 8200, QMM_DTYPE_FP16, ctypes[t], 0, QMM_ACT_RELU, 0, 0};
-            mm_check_with(small, ref, &c, "chunked materialize, fp16 A", &w);
-            if (ctypes[t] == QMM_DTYPE_BF16) mm_check_with(small, ref, &c, "chunked materialize, fp16 A, again", &w);
-            qmm_weight_free(&w);
-        }
     /* large M in chunks: every format, fp16 activations (fp16 weights; the MXFP4 one with a scale code
      * 2^-27 in block 0, so that its codes span more than 24 and A is split into bf16 hi + lo, two GEMMs),
      * both cuBLASLt epilogue routes, odd sizes and strides, batch invariance */
@@ -298,6 +284,21 @@ static void test_chunked_materialize(void)
             mm_check_with(cx, ref, &c, "chunked materialize, large M", &w);
             qmm_weight_free(&w);
         }
+        /* fp16 activations against fp16 weights, one GEMM per chunk (NVFP4, MXFP4 of a narrow scale range,
+         * FP8), with cuBLASLt's epilogue where it writes the output type and an fp32 result where it does
+         * not (bf16 C from fp16 operands: decided before the first chunk, cuBLASLt asked once); 2500 rows of
+         * K = 1100 in 3 MB are three chunks, the last one shorter; bf16 C twice, the second call meeting
+         * the cached answer */
+        for (int f = 0; f < 3; f++)
+            for (int t = 0; t < 3; t++) {
+                qmm_weight w;
+                mm_random_weight(&w, formats[f], 2500, 1100);
+                CHECK_OK(qmm_weight_prepare(mid, &w));
+                mm_case c = {formats[f], 3, 2500, 1100, QMM_DTYPE_FP16, ctypes[t], 0, QMM_ACT_RELU, 0, 0};
+                mm_check_with(mid, ref, &c, "chunked materialize, fp16 A", &w);
+                if (ctypes[t] == QMM_DTYPE_BF16) mm_check_with(mid, ref, &c, "chunked materialize, fp16 A, again", &w);
+                qmm_weight_free(&w);
+            }
         mm_case odd = {QMM_FORMAT_NVFP4, 517, 999, 1003, QMM_DTYPE_BF16, QMM_DTYPE_BF16, 0, QMM_ACT_RELU, 3, 5};
         mm_check(mid, ref, &odd, "chunked materialize, large M, odd sizes");
         /* the same case varied one factor at a time (BENCHMARKS.md, Fixed bug): without chunks (the
