@@ -19,10 +19,16 @@ gpu_build() {
 # gpu_ctest BUILD_DIR LOG CTEST_ARGS...: ctest in BUILD_DIR into $OUT/LOG, its tests at once (CTEST_JOBS,
 # default 24; one at a time `ctest -L cuda` takes about 550 s of a device call's 600, which cost the
 # twenty-eighth and twenty-ninth sessions' first calls), printing failures' output; returns ctest's status.
+# test_cuda's per-function wall times (its "test_cuda: test_... N s" lines, from ctest's LastTest.log, each
+# after the ctest test's name) are appended to the log: the whole `ctest -L cuda` waits for test_cuda.
 gpu_ctest() {
     local dir=$1 log="$OUT/$2"
     shift 2
     ctest --test-dir "$dir" -j "${CTEST_JOBS:-24}" --output-on-failure "$@" > "$log" 2>&1
+    local rc=$?
+    awk '/^[0-9]+\/[0-9]+ Test: / {t = $3} /^test_cuda: test_[a-z_]+\(\)/ {print t ": " $0}' \
+        "$dir/Testing/Temporary/LastTest.log" >> "$log" 2>/dev/null
+    return $rc
 }
 # gpu_bundle DIR NAME: replaces everything under DIR by one archive DIR/NAME.tgz (the device tool brings
 # back eight files at most).

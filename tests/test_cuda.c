@@ -656,6 +656,22 @@ static void test_bad_inputs(void)
  * holds for the default split only (one or two splits of K = 70001 put every kernel past it, those
  * without WG too: the H200, sixteenth session, relative errors up to 8.4e-5 against 1e-5, FP8 with fp16
  * activations included) */
+/* Each test function's wall time on stdout (ctest keeps it in Testing/Temporary/LastTest.log), so that
+ * the slow ones can be found: every `ctest -L cuda` on the lent GPU waits for this program. */
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+#define TIMED(call)                                                             \
+    do {                                                                        \
+        const double t0_ = seconds_now();                                       \
+        call;                                                                   \
+        printf("test_cuda: %-28s %6.1f s\n", #call, seconds_now() - t0_);      \
+        fflush(stdout);                                                         \
+    } while (0)
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -673,21 +689,21 @@ int main(int argc, char **argv)
     ctx = cuda_context(0, NULL);
     if (!ref || !ctx) return harness_end(name);
     printf("test_cuda: %s\n", qmm_context_describe(ctx));
-    test_paths_and_shapes();
-    if (full) test_types_and_epilogues();
-    test_exact_epilogue();
-    if (!wg) test_long_k();
+    TIMED(test_paths_and_shapes());
+    if (full) TIMED(test_types_and_epilogues());
+    TIMED(test_exact_epilogue());
+    if (!wg) TIMED(test_long_k());
     if (full) {
-        test_chunked_materialize();
-        test_raw_encodings();
-        test_dispatch_table();
-        test_dispatch_huge();
+        TIMED(test_chunked_materialize());
+        TIMED(test_raw_encodings());
+        TIMED(test_dispatch_table());
+        TIMED(test_dispatch_huge());
     }
-    test_batch_invariance();
-    if (full || wg) test_graph_capture();
+    TIMED(test_batch_invariance());
+    if (full || wg) TIMED(test_graph_capture());
     if (full) {
-        test_second_device();
-        test_bad_inputs();
+        TIMED(test_second_device());
+        TIMED(test_bad_inputs());
     }
     qmm_context_destroy(ctx);
     qmm_context_destroy(ref);
