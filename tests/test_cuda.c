@@ -648,14 +648,6 @@ static void test_bad_inputs(void)
     qmm_context_destroy(other);
 }
 
-/* `test_cuda pairs` (ctest test_cuda_pairs, run with QMM_CUDA_PAIRS=1, test_cuda_tall, with
- * QMM_CUDA_TALL=2, and the WG variant's tests): the paths, long K and batch invariance again with the
- * fused path's pair mode forced onto every weight (off by default), tall pairs' coarse units onto every
- * M > 64, or a form of the WG variant. `test_cuda wg` (test_cuda_wgcl1 and _wgcl2, which force the
- * split of K with QMM_CUDA_SPLITS): the same with graph capture and without long K, whose error bound
- * holds for the default split only (one or two splits of K = 70001 put every kernel past it, those
- * without WG too: the H200, sixteenth session, relative errors up to 8.4e-5 against 1e-5, FP8 with fp16
- * activations included) */
 /* Each test function's wall time on stdout (ctest keeps it in Testing/Temporary/LastTest.log), so that
  * the slow ones can be found: every `ctest -L cuda` on the lent GPU waits for this program. */
 static double seconds_now(void)
@@ -672,6 +664,14 @@ static double seconds_now(void)
         fflush(stdout);                                                         \
     } while (0)
 
+/* `test_cuda pairs` (ctest test_cuda_pairs, run with QMM_CUDA_PAIRS=1, test_cuda_tall, with
+ * QMM_CUDA_TALL=2, and the WG variant's tests): the paths, long K and batch invariance again with the
+ * fused path's pair mode forced onto every weight (off by default), tall pairs' coarse units onto every
+ * M > 64, or a form of the WG variant. `test_cuda wg` (test_cuda_wgcl1 and _wgcl2, which force the
+ * split of K with QMM_CUDA_SPLITS): the same with graph capture and without long K, whose error bound
+ * holds for the default split only (one or two splits of K = 70001 put every kernel past it, those
+ * without WG too: the H200, sixteenth session, relative errors up to 8.4e-5 against 1e-5, FP8 with fp16
+ * activations included) */
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
