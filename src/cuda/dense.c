@@ -131,12 +131,8 @@ static qmm__lt_entry *qmm__lt_entry_for(qmm__lt *lt, const qmm__lt_call *c, size
         lt->next = (lt->next + 1) % QMM__LT_CACHE;
         qmm__lt_entry_free(e);
         *status = qmm__lt_build(lt, e, c, ws_bytes);
-        if (*status == QMM_ERR_UNSUPPORTED) {
-            /* qmm__lt_build freed the descriptors; the key stays, marked */
-            e->rows = c->rows, e->cols = c->cols, e->k = c->k, e->lda = c->lda, e->ldd = c->ldd;
-            e->w_type = (int)c->w_type, e->d_type = (int)c->d_type, e->epi = epi;
-            e->align_a = c->align_a, e->align_d = c->align_d, e->unsupported = 1;
-        }
+        /* qmm__lt_build wrote the key before asking the heuristic and freed only the descriptors */
+        if (*status == QMM_ERR_UNSUPPORTED) e->unsupported = 1;
         if (*status != QMM_OK) return NULL;
     }
     if (e->unsupported) {
