@@ -126,6 +126,31 @@ static void test_random_cases(void)
                 }
 }
 
+/* Each row of C is the same bits whether the reference computes it among others (four rows of A at a
+ * time) or alone (one row: the order of the original loop): every element is summed in the same order. */
+static void test_rows_alone(void)
+{
+    static const qmm_format formats[3] = {QMM_FORMAT_NVFP4, QMM_FORMAT_FP8_CHANNEL, QMM_FORMAT_BF16};
+    for (int f = 0; f < 3; f++) {
+        const size_t m = 7 + harness_next() % 6, n = 5 + harness_next() % 9, k = 17 + harness_next() % 300;
+        float *wsrc = malloc(n * k * 4), *a = malloc(m * k * 4), *c = malloc(m * n * 4), *c1 = malloc(n * 4);
+        for (size_t i = 0; i < n * k; i++) wsrc[i] = (float)harness_normal();
+        for (size_t i = 0; i < m * k; i++) a[i] = (float)harness_normal();
+        qmm_weight w;
+        CHECK_OK(qmm_weight_alloc(&w, formats[f], n, k));
+        CHECK_OK(qmm_quantize(QMM_RECIPE_DEFAULT, QMM_DTYPE_FP32, wsrc, k, &w));
+        harness_poison(c, m * n * 4);
+        CHECK_OK(qmm_matmul(ref_ctx, m, QMM_DTYPE_FP32, a, k, &w, QMM_DTYPE_FP32, c, n, NULL));
+        for (size_t i = 0; i < m; i++) {
+            harness_poison(c1, n * 4);
+            CHECK_OK(qmm_matmul(ref_ctx, 1, QMM_DTYPE_FP32, a + i * k, k, &w, QMM_DTYPE_FP32, c1, n, NULL));
+            CHECK(memcmp(c1, c + i * n, n * 4) == 0, "format %d %zux%zux%zu: row %zu alone differs", (int)formats[f], m, n, k, i);
+        }
+        qmm_weight_free(&w);
+        free(wsrc), free(a), free(c), free(c1);
+    }
+}
+
 int main(void)
 {
     harness_begin("test_reference");
@@ -138,6 +163,7 @@ int main(void)
     }
     test_worked_example();
     test_random_cases();
+    test_rows_alone();
     qmm_context_destroy(ref_ctx);
     return harness_end("test_reference");
 }
