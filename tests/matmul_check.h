@@ -175,13 +175,11 @@ static inline double mm_check(qmm_context *ctx, qmm_context *ref, const mm_case 
 
 /* Batch invariance: row r of C is bitwise the same whatever the other rows of A are, on one path.
  * Runs m1 rows and m2 rows whose row r0 (< both) is the same, with activations of type `at` (bf16 or
- * fp16) in rows of lda >= k elements and fp32 output. */
-static inline void mm_check_batch_invariance_at(qmm_context *ctx, qmm_format f, qmm_dtype at, size_t lda, size_t n, size_t k,
-                                                size_t m1, size_t m2, const char *label)
+ * fp16) in rows of lda >= k elements and fp32 output, on the weight w, prepared on ctx. */
+static inline void mm_check_batch_invariance_w(qmm_context *ctx, const qmm_weight *w, qmm_dtype at, size_t lda, size_t m1,
+                                               size_t m2, const char *label)
 {
-    qmm_weight w;
-    mm_random_weight(&w, f, n, k);
-    CHECK_OK(qmm_weight_prepare(ctx, &w));
+    const size_t n = w->n;
     size_t mm = m1 > m2 ? m1 : m2, r0 = (m1 < m2 ? m1 : m2) - 1;
     uint16_t *a1 = malloc(mm * lda * 2), *a2 = malloc(mm * lda * 2);
     float *c1 = malloc(mm * n * 4), *c2 = malloc(mm * n * 4);
@@ -195,13 +193,23 @@ static inline void mm_check_batch_invariance_at(qmm_context *ctx, qmm_format f, 
     void *cb1 = NULL, *cb2 = NULL;
     CHECK_OK(qmm_buffer_alloc(ctx, m1 * n * 4, &cb1));
     CHECK_OK(qmm_buffer_alloc(ctx, m2 * n * 4, &cb2));
-    CHECK_OK(qmm_matmul(ctx, m1, at, ab1, lda, &w, QMM_DTYPE_FP32, cb1, n, NULL));
-    CHECK_OK(qmm_matmul(ctx, m2, at, ab2, lda, &w, QMM_DTYPE_FP32, cb2, n, NULL));
+    CHECK_OK(qmm_matmul(ctx, m1, at, ab1, lda, w, QMM_DTYPE_FP32, cb1, n, NULL));
+    CHECK_OK(qmm_matmul(ctx, m2, at, ab2, lda, w, QMM_DTYPE_FP32, cb2, n, NULL));
     CHECK_OK(qmm_buffer_read(ctx, c1, cb1, m1 * n * 4));
     CHECK_OK(qmm_buffer_read(ctx, c2, cb2, m2 * n * 4));
     CHECK(memcmp(c1 + r0 * n, c2 + r0 * n, n * 4) == 0, "%s: row %zu differs between M = %zu and M = %zu", label, r0, m1, m2);
     qmm_buffer_free(ctx, ab1), qmm_buffer_free(ctx, ab2), qmm_buffer_free(ctx, cb1), qmm_buffer_free(ctx, cb2);
     free(a1), free(a2), free(c1), free(c2);
+}
+
+/* The same on a fresh random weight of format f, n x k. */
+static inline void mm_check_batch_invariance_at(qmm_context *ctx, qmm_format f, qmm_dtype at, size_t lda, size_t n, size_t k,
+                                                size_t m1, size_t m2, const char *label)
+{
+    qmm_weight w;
+    mm_random_weight(&w, f, n, k);
+    CHECK_OK(qmm_weight_prepare(ctx, &w));
+    mm_check_batch_invariance_w(ctx, &w, at, lda, m1, m2, label);
     qmm_weight_free(&w);
 }
 

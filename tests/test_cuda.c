@@ -477,9 +477,13 @@ static void test_batch_invariance(void)
          * groups in two or four units): wg_cost's choice, on sm_90a 128-row CTAs at M = 384, 64-row ones
          * at 520 and 256-row ones at 1000 (test_cuda_split checks these plans), each against the plan
          * before it, in its last M group */
-        mm_check_batch_invariance(ctx, formats[f], 8192, 2048, 200, 384, "fused 8192 x 2048 200 vs 384 (256 and 128 rows)");
-        mm_check_batch_invariance(ctx, formats[f], 8192, 2048, 384, 520, "fused 8192 x 2048 384 vs 520 (128 and 64 rows)");
-        mm_check_batch_invariance(ctx, formats[f], 8192, 2048, 520, 1000, "fused 8192 x 2048 520 vs 1000 (64 and 256 rows)");
+        qmm_weight big;
+        mm_random_weight(&big, formats[f], 8192, 2048); /* one weight for the three (its quantization is the host's time) */
+        CHECK_OK(qmm_weight_prepare(ctx, &big));
+        mm_check_batch_invariance_w(ctx, &big, QMM_DTYPE_BF16, 2048, 200, 384, "fused 8192 x 2048 200 vs 384 (256 and 128 rows)");
+        mm_check_batch_invariance_w(ctx, &big, QMM_DTYPE_BF16, 2048, 384, 520, "fused 8192 x 2048 384 vs 520 (128 and 64 rows)");
+        mm_check_batch_invariance_w(ctx, &big, QMM_DTYPE_BF16, 2048, 520, 1000, "fused 8192 x 2048 520 vs 1000 (64 and 256 rows)");
+        qmm_weight_free(&big);
         /* fp16 activations (the fp16 decodes): in rows not 16-byte aligned (lda 1500) WHOLE at 9 rows
          * (PIPE takes aligned rows only) against 70 rows (the WG variant, wgmma's f16 form, over
          * wg_stage_a's layout where wg_choose takes it, else STEP); in aligned rows the WG variant's CTAs
