@@ -1,6 +1,7 @@
 /* The reference backend against a hand-worked product and against an independent computation in the
  * test (long double sums in a different order, epilogue written out again), on odd shapes, M = 1, K not
- * a multiple of the block, every epilogue, every output type, row strides; outputs poisoned first. */
+ * a multiple of the block, every epilogue, every output type, row strides; outputs poisoned first; and
+ * each row of C computed alone bitwise equal to the same row computed among others. */
 #include "matmul_check.h" /* mm_load, mm_store, mm_elem */
 
 static qmm_context *ref_ctx;
