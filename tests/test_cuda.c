@@ -350,10 +350,10 @@ static void test_dispatch_table(void)
         qmm_dtype at;
         qmm_path want;
     } rows[] = {{1, QMM_DTYPE_BF16, QMM_PATH_GEMV},         {8, QMM_DTYPE_BF16, QMM_PATH_GEMV},
-                {9, QMM_DTYPE_BF16, QMM_PATH_FUSED},        {192, QMM_DTYPE_BF16, QMM_PATH_FUSED},
-                {193, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE}, {4096, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE},
-                {8, QMM_DTYPE_FP16, QMM_PATH_GEMV},         {192, QMM_DTYPE_FP16, QMM_PATH_FUSED},
-                {193, QMM_DTYPE_FP16, QMM_PATH_MATERIALIZE}};
+                {9, QMM_DTYPE_BF16, QMM_PATH_FUSED},        {256, QMM_DTYPE_BF16, QMM_PATH_FUSED},
+                {257, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE}, {4096, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE},
+                {8, QMM_DTYPE_FP16, QMM_PATH_GEMV},         {256, QMM_DTYPE_FP16, QMM_PATH_FUSED},
+                {257, QMM_DTYPE_FP16, QMM_PATH_MATERIALIZE}};
     for (int f = 0; f < 5; f++) {
         qmm_weight w;
         mm_random_weight(&w, formats[f], 300, 1000);
@@ -369,7 +369,7 @@ static void test_dispatch_table(void)
     }
 }
 
-/* The table's tier for weights of 200 Mi elements or more (8192 x 28672): fused to M = 512 where the
+/* The table's tier for weights of 200 Mi elements or more (8192 x 28672): fused to M = 1024 where the
  * fused path runs wgmma for the activations (bf16; fp16 against an fp16 decode), to 256 where it cannot
  * (fp16 against an MXFP4 weight whose scale codes span more than QMM__MXFP4_HALF_RANGE, which splits A).
  * The weights' values do not matter to the plan: constant codes and scales, no quantization. */
@@ -379,7 +379,7 @@ static void test_dispatch_huge(void)
         qmm_format f;
         int wide; /* MXFP4 scale codes 100 and 140: no fp16 decode */
         size_t fp16_max;
-    } cases[] = {{QMM_FORMAT_NVFP4, 0, 512}, {QMM_FORMAT_FP8_TENSOR, 0, 512}, {QMM_FORMAT_MXFP4, 0, 512},
+    } cases[] = {{QMM_FORMAT_NVFP4, 0, 1024}, {QMM_FORMAT_FP8_TENSOR, 0, 1024}, {QMM_FORMAT_MXFP4, 0, 1024},
                  {QMM_FORMAT_MXFP4, 1, 256}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         qmm_weight w;
@@ -394,7 +394,7 @@ static void test_dispatch_huge(void)
             size_t m;
             qmm_dtype at;
             qmm_path want;
-        } rows[] = {{512, QMM_DTYPE_BF16, QMM_PATH_FUSED}, {513, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE},
+        } rows[] = {{1024, QMM_DTYPE_BF16, QMM_PATH_FUSED}, {1025, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE},
                     {cases[i].fp16_max, QMM_DTYPE_FP16, QMM_PATH_FUSED}, {cases[i].fp16_max + 1, QMM_DTYPE_FP16, QMM_PATH_MATERIALIZE}};
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
             qmm_path path;

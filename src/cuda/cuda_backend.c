@@ -119,15 +119,26 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   on every call. Since then that is decided before any work, and MXFP4 of a narrow range is one fp16
  *   GEMM too, not two bf16 GEMMs on a split A; so fp16 with an fp16 decode takes bf16's tiers (a separate
  *   fp16 tier to M = 256 had been set against the slow materialize: on the three smaller shapes at M =
- *   256 bf16 materialize (93-165 us) beats fused fp16 (99-166)). */
+ *   256 bf16 materialize (93-165 us) beats fused fp16 (99-166)).
+ * - With the WG kernel's end in rows of 8 columns (2026-12-04, fortieth session, calls 5-6; the end of a
+ *   128-row CTA cost about 20 us before): where the fused path runs the WG variant (wg below) it is
+ *   faster than materialize at M = 256 on the three smaller default shapes (NVFP4 4096 x 14336 77.4
+ *   against 94.3 us, 14336 x 4096 63.4 against 91.1, 6144 x 18432 147.2 against 169.6; FP8 per tensor
+ *   0.63-0.82 of materialize's time), mixed at 384 and 512 (4096 x 14336 1.11-1.31x materialize's time,
+ *   6144 x 18432 0.97-1.03x): fused_wg_max_m is 256. On the two shapes of 235 M elements fused is faster
+ *   at M = 1024 too (NVFP4 28672 x 8192 616.5 against 765.0, 8192 x 28672 659.7 against 741.4; FP8 per
+ *   channel 622.8 against 883.6 and 709.5 against 834.8) and mixed at 2048 (NVFP4 0.96x and 1.07x
+ *   materialize's time, FP8 per channel 0.85x and 0.96x): fused_huge_max_m is 1024. Where the fused
+ *   path has no WG variant (fp16 A against MXFP4 of a wide scale range, which splits A) the tiers before
+ *   stand: fused_max_m, and fused_large_max_m for 100 Mi elements or more. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
-    size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m, fused_huge_elems, fused_huge_max_m;
+    size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m, fused_wg_max_m, fused_huge_elems, fused_huge_max_m;
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512},
-    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512},
-    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256, (size_t)200 << 20, 512},
+    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024},
+    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024},
+    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w)
@@ -141,9 +152,9 @@ static qmm_path qmm__cuda_plan(const void *state, size_t m, qmm_dtype a_type, co
             const qmm__cuda_threshold *t = &qmm__cuda_thresholds[i];
             if (m <= t->gemv_max_m) return QMM_PATH_GEMV;
             const size_t elems = w->n * w->k;
-            size_t fused_max = wg && t->fused_huge_elems && elems >= t->fused_huge_elems ? t->fused_huge_max_m
-                               : t->fused_large_elems && elems >= t->fused_large_elems ? t->fused_large_max_m
-                                                                                       : t->fused_max_m;
+            size_t fused_max = t->fused_large_elems && elems >= t->fused_large_elems ? t->fused_large_max_m : t->fused_max_m;
+            if (wg && t->fused_wg_max_m > fused_max) fused_max = t->fused_wg_max_m;
+            if (wg && t->fused_huge_elems && elems >= t->fused_huge_elems) fused_max = t->fused_huge_max_m;
             return m <= fused_max ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
         }
     return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
