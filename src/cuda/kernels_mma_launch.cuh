@@ -338,7 +338,7 @@ struct wg_plan {
  * slower on the H200: (6144, 18432) M = 33 holds 47 clusters of five, not its 48; BENCHMARKS.md
  * seventeenth session), up to cl_limit CTAs, and for one split only in CTAs of 128 rows or more (the
  * epilogue from shared memory, 3-8% faster at 128 rows, 6-7% slower in 64-row CTAs); elsewhere through
- * the workspace (finish_unit). Clusters against the workspace on the H200 (sixteenth session): two
+ * the workspace (wg_finish_unit). Clusters against the workspace on the H200 (sixteenth session): two
  * splits ((14336, 4096)) M = 64 37.4 against 49.0 us, M = 128 69.9 against 107.1. */
 static wg_plan wg_plan_of(const mma_params &q, int rows, const wg_room &room, int cl_limit)
 {

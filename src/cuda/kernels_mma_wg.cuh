@@ -31,8 +31,8 @@
  *
  * The end of a unit: where one wave of clusters holds them (wg_plan_of), the splits of one piece of W
  * run as one thread-block cluster and add their sums through distributed shared memory
- * (wg_reduce_cluster); otherwise as in the other variants, through partials in the workspace
- * (finish_unit). Coarse units (p.half > 0, CTAs of 128 rows or more only, by the launcher's rule) restart
+ * (wg_reduce_cluster); otherwise through partials in the workspace, in the slots and order of the other
+ * variants' finish_unit (wg_finish_unit). Either way in rows of 8 columns (wg_finish8). Coarse units (p.half > 0, CTAs of 128 rows or more only, by the launcher's rule) restart
  * their sum at the half as PIPE's do (pair_stash, pair_join).
  *
  * Bits: with the same unit of K and the same k-tile order per accumulator, wgmma's fp32 sums are those
@@ -335,17 +335,6 @@ QMM_WG_MMA(256,
 
 constexpr int kWgClusterMax = 8; /* splits reduced in a cluster at most (the portable cluster size) */
 
-/* The end of a unit, in rows of 8 consecutive columns. A lane of a consumer warp owns columns n0 .. n0 + 7
- * of its strip (n0 = strip * 16 + 8 * ((lane >> 3) & 1)) and, per pass of 16 rows of A, row (lane & 7) +
- * 8 * (lane >> 4) of the pass: wg_lane_row and wg_lane_n0. The column factors and biases of its columns
- * are read once (wg_factors8); each row's eight values are finished by wg_finish8 and stored as one
- * 16-byte piece (bf16, fp16) or two (fp32) where C's rows allow it (wg_c_vec). The arithmetic is
- * qmm__epilogue_finish's, step by step, so the bits are those of every other kernel.
- * Before (thirty-ninth session), every value went through qmm__epilogue_store on its own: the factor
- * and bias read again, the activation by an indirect branch, a 2- or 4-byte store; the reduction of
- * the cluster loaded all eight possible splits under predicates. At M = 128 on the H200 (NVFP4, N =
- * 14336) that end cost about 20 us of a 128-row CTA: K = 512 took 34.4 us against 13.9 at M = 64
- * (BENCHMARKS.md, fortieth session, stall samples in the end's loops). */
 /* Eight floats from shared memory address `at` of this CTA, read in CTA `k` of the cluster (two 16-byte
  * loads of distributed shared memory) */
 __device__ __forceinline__ void wg_cluster_load8(float (&v)[8], uint32_t at, int k)
@@ -365,6 +354,17 @@ __device__ __forceinline__ void wg_ldcg8(float (&v)[8], const float *q)
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = c.x, v[5] = c.y, v[6] = c.z, v[7] = c.w;
 }
 
+/* The end of a unit, in rows of 8 consecutive columns. A lane of a consumer warp owns columns n0 .. n0 + 7
+ * of its strip (n0 = strip * 16 + 8 * ((lane >> 3) & 1)) and, per pass of 16 rows of A, row (lane & 7) +
+ * 8 * (lane >> 4) of the pass: wg_lane_row and wg_lane_n0. The column factors and biases of its columns
+ * are read once (wg_factors8); each row's eight values are finished by wg_finish8 and stored as one
+ * 16-byte piece (bf16, fp16) or two (fp32) where C's rows allow it (wg_c_vec). The arithmetic is
+ * qmm__epilogue_finish's, step by step, so the bits are those of every other kernel.
+ * Before (thirty-ninth session), every value went through qmm__epilogue_store on its own: the factor
+ * and bias read again, the activation by an indirect branch, a 2- or 4-byte store; the reduction of
+ * the cluster loaded all eight possible splits under predicates. At M = 128 on the H200 (NVFP4, N =
+ * 14336) that end cost about 20 us of a 128-row CTA: K = 512 took 34.4 us against 13.9 at M = 64
+ * (BENCHMARKS.md, fortieth session, stall samples in the end's loops). */
 __device__ __forceinline__ int wg_lane_row(int lane) { return (lane & 7) + 8 * (lane >> 4); }
 __device__ __forceinline__ int wg_lane_n0(int strip, int lane) { return strip * 16 + 8 * ((lane >> 3) & 1); }
 
