@@ -168,6 +168,24 @@ __device__ __forceinline__ void pair_join(const mma_params &p, float (&acc)[1][N
         }
 }
 
+/* After a warp has stored its split's partials of unit (strip, mtile): fences them, counts the warp in on
+ * the unit's counter, and returns whether it was the last of the p.splits to arrive (then, the others'
+ * partials visible, it resets the counter for the next call and reduces). Warp-uniform. */
+__device__ __forceinline__ bool last_arrival(const mma_params &p, int strip, int mtile)
+{
+    const int lane = threadIdx.x & 31;
+    __threadfence();
+    __syncwarp(); /* every lane's partials are fenced before lane 0 announces them */
+    unsigned prev = 0;
+    unsigned *counter = p.counters + (size_t)mtile * p.strips + strip;
+    if (lane == 0) prev = atomicAdd(counter, 1u);
+    prev = __shfl_sync(0xffffffffu, prev, 0);
+    if (prev != (unsigned)p.splits - 1) return false;
+    __threadfence();
+    if (lane == 0) *counter = 0u; /* ready for the next call */
+    return true;
+}
+
 /* The end of a unit: the epilogue directly, or split-K partials and the last arrival's reduction. */
 template <int NB, int CHAINS>
 __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&acc)[CHAINS][NB][4], int strip, int split,
@@ -203,15 +221,7 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
             const int mi = 8 * nb + 2 * t + (i & 1), r = g + 8 * (i >> 1);
             if (mi < mvalid) part[(size_t)split * mstride * 16 + mi * 16 + r] = sum[nb][i];
         }
-    __threadfence();
-    __syncwarp(); /* every lane's partials are fenced before lane 0 announces them */
-    unsigned prev = 0;
-    unsigned *counter = p.counters + (size_t)mtile * p.strips + strip;
-    if (lane == 0) prev = atomicAdd(counter, 1u);
-    prev = __shfl_sync(0xffffffffu, prev, 0);
-    if (prev != (unsigned)p.splits - 1) return;
-    __threadfence();
-    if (lane == 0) *counter = 0u; /* ready for the next call */
+    if (!last_arrival(p, strip, mtile)) return;
     /* The reduction is a loop that is not unrolled, one inlined epilogue in all. Unrolled, its NB * 4
      * copies of the epilogue (activations, output types, bias) were most of the kernel: PIPE at 64 rows
      * had 34800 instructions, of which the steady loop is about 3900, and 12000 without them. A CTA
