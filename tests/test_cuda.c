@@ -370,17 +370,18 @@ static void test_dispatch_table(void)
 }
 
 /* The table's tier for weights of 200 Mi elements or more (8192 x 28672): fused to M = 1024 where the
- * fused path runs wgmma for the activations (bf16; fp16 against an fp16 decode), to 256 where it cannot
- * (fp16 against an MXFP4 weight whose scale codes span more than QMM__MXFP4_HALF_RANGE, which splits A).
- * The weights' values do not matter to the plan: constant codes and scales, no quantization. */
+ * fused path runs wgmma for the activations (bf16; fp16 against an fp16 decode), to 2048 for FP8 per
+ * channel, to 256 where it cannot (fp16 against an MXFP4 weight whose scale codes span more than
+ * QMM__MXFP4_HALF_RANGE, which splits A). The weights' values do not matter to the plan: constant codes
+ * and scales, no quantization. */
 static void test_dispatch_huge(void)
 {
     static const struct {
         qmm_format f;
         int wide; /* MXFP4 scale codes 100 and 140: no fp16 decode */
-        size_t fp16_max;
-    } cases[] = {{QMM_FORMAT_NVFP4, 0, 1024}, {QMM_FORMAT_FP8_TENSOR, 0, 1024}, {QMM_FORMAT_MXFP4, 0, 1024},
-                 {QMM_FORMAT_MXFP4, 1, 256}};
+        size_t bf16_max, fp16_max;
+    } cases[] = {{QMM_FORMAT_NVFP4, 0, 1024, 1024}, {QMM_FORMAT_FP8_TENSOR, 0, 1024, 1024}, {QMM_FORMAT_FP8_CHANNEL, 0, 2048, 2048},
+                 {QMM_FORMAT_MXFP4, 0, 1024, 1024}, {QMM_FORMAT_MXFP4, 1, 1024, 256}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         qmm_weight w;
         CHECK_OK(qmm_weight_alloc(&w, cases[i].f, 8192, 28672));
@@ -389,12 +390,14 @@ static void test_dispatch_huge(void)
             memset(w.block_scales, cases[i].f == QMM_FORMAT_NVFP4 ? 0x38 : 120, w.block_scale_bytes);
             if (cases[i].wide) w.block_scales[0] = 100, w.block_scales[1] = 140;
         }
+        if (w.channel_scales)
+            for (size_t n = 0; n < w.n; n++) w.channel_scales[n] = 0.5f;
         CHECK_OK(qmm_weight_prepare(ctx, &w));
         const struct {
             size_t m;
             qmm_dtype at;
             qmm_path want;
-        } rows[] = {{1024, QMM_DTYPE_BF16, QMM_PATH_FUSED}, {1025, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE},
+        } rows[] = {{cases[i].bf16_max, QMM_DTYPE_BF16, QMM_PATH_FUSED}, {cases[i].bf16_max + 1, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE},
                     {cases[i].fp16_max, QMM_DTYPE_FP16, QMM_PATH_FUSED}, {cases[i].fp16_max + 1, QMM_DTYPE_FP16, QMM_PATH_MATERIALIZE}};
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
             qmm_path path;

@@ -130,15 +130,24 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   channel 622.8 against 883.6 and 709.5 against 834.8) and mixed at 2048 (NVFP4 0.96x and 1.07x
  *   materialize's time, FP8 per channel 0.85x and 0.96x): fused_huge_max_m is 1024. Where the fused
  *   path has no WG variant (fp16 A against MXFP4 of a wide scale range, which splits A) the tiers before
- *   stand: fused_max_m, and fused_large_max_m for 100 Mi elements or more. */
+ *   stand: fused_max_m, and fused_large_max_m for 100 Mi elements or more.
+ * - FP8 per channel at M = 2048 (2026-12-04, forty-first session, call 1): materialize pays its fp32
+ *   round trip there (cuBLASLt's GEMM writes fp32, qmm's epilogue kernel scales the columns: 48.6 us on
+ *   14336 x 4096, fortieth session), which the fused path does not. On the two shapes of 235 M elements
+ *   fused took 1336.8 against materialize's 1652.2 us (28672 x 8192) and 1420.9 against 1582.7 (8192 x
+ *   28672); the fortieth session's call 6 gave 1305.8 against 1531.5 and 1392.2 against 1452.2. At M =
+ *   4096 fused lost (28672 x 8192: 7190.1 against 2895.5; 8192 x 28672 level, 2904.2 against 3074.5),
+ *   and on the smaller shapes materialize stays faster at 2048 (14336 x 4096 405.1 against 433.0).
+ *   So weights with channel scales take fused to fused_huge_channel_max_m on the largest weights. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m, fused_wg_max_m, fused_huge_elems, fused_huge_max_m;
+    size_t fused_huge_channel_max_m; /* fused_huge_max_m for weights with channel scales (FP8 per channel); 0: the same */
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024},
-    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024},
-    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024},
+    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 0},
+    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 0},
+    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 2048},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w)
@@ -154,7 +163,8 @@ static qmm_path qmm__cuda_plan(const void *state, size_t m, qmm_dtype a_type, co
             const size_t elems = w->n * w->k;
             size_t fused_max = t->fused_large_elems && elems >= t->fused_large_elems ? t->fused_large_max_m : t->fused_max_m;
             if (wg && t->fused_wg_max_m > fused_max) fused_max = t->fused_wg_max_m;
-            if (wg && t->fused_huge_elems && elems >= t->fused_huge_elems) fused_max = t->fused_huge_max_m;
+            if (wg && t->fused_huge_elems && elems >= t->fused_huge_elems)
+                fused_max = p->channel_scales && t->fused_huge_channel_max_m ? t->fused_huge_channel_max_m : t->fused_huge_max_m;
             return m <= fused_max ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
         }
     return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
