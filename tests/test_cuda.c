@@ -409,6 +409,22 @@ static void test_dispatch_huge(void)
     }
 }
 
+/* The fused path in a workspace too small for any split's partials (64 KiB against 266 KB for one split
+ * at M = 300 on N = 200): one split, whose units store C straight from their registers and need no
+ * partials, so the WG variant (sm_90a) runs there too (192-row CTAs at M = 130, the plans past four M
+ * tiles at 300), as PIPE did before. */
+static void test_fused_small_workspace(void)
+{
+    qmm_context *tiny = cuda_context((size_t)64 << 10, NULL);
+    if (!tiny) return;
+    CHECK_OK(qmm_context_set_path(tiny, QMM_PATH_FUSED));
+    for (int f = 0; f < 4; f++) {
+        mm_case c = {formats[f], f % 2 ? 300 : 130, 200, 2048, QMM_DTYPE_BF16, ctypes[f % 3], f % 2, f < 2 ? QMM_ACT_NONE : QMM_ACT_RELU, 0, 0};
+        mm_check(tiny, ref, &c, "fused, one split in a small workspace");
+    }
+    qmm_context_destroy(tiny);
+}
+
 /* Weights the bit tricks cannot take run on materialize, exactly: an MXFP4 exponent range of 127,
  * and NVFP4 with a NaN block scale (its row is NaN, the others are right). */
 static void test_raw_encodings(void)
@@ -705,6 +721,7 @@ int main(int argc, char **argv)
         TIMED(test_raw_encodings());
         TIMED(test_dispatch_table());
         TIMED(test_dispatch_huge());
+        TIMED(test_fused_small_workspace());
     }
     TIMED(test_batch_invariance());
     if (full || wg) TIMED(test_graph_capture());
