@@ -365,8 +365,9 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
     /* the partials: the splits' sums, and a coarse unit's first half (p.half, pair_stash). One split without
      * halves stores C straight from its registers or its cluster's shared memory and needs none: before,
      * its partials' room was asked for anyway, and where M x N outgrew the workspace (the default 256 MiB
-     * at M x N >= 2^26: 28672 x 8192 at M = 4096, FP8 per channel) the fused path fell back to PIPE,
-     * 2.5x slower (7190.1 us against materialize's 2895.5; BENCHMARKS.md, forty-first session). */
+     * at M x N > 2^26, M rounded up to 64: 28672 x 8192 at M = 4096, FP8 per channel) the fused path fell
+     * back to PIPE, 2.5x slower (7190.1 us against materialize's 2895.5; BENCHMARKS.md, forty-first
+     * session). */
     const bool parts = p.splits > 1 || p.half > 0;
     const size_t part_bytes = parts ? ((size_t)p.mtiles * p.strips * p.splits * mstride * 16 * sizeof(float) + 255) / 256 * 256 : 0;
     const size_t groups = (size_t)(p.mtiles + cf::tiles - 1) / cf::tiles; /* CTAs per (strip group, split) */
