@@ -411,8 +411,8 @@ static void test_dispatch_huge(void)
 
 /* The fused path in a workspace too small for any split's partials (64 KiB against 266 KB for one split
  * at M = 300 on N = 200): one split, whose units store C straight from their registers and need no
- * partials, so the WG variant (sm_90a) runs there too (192-row CTAs at M = 130, the plans past four M
- * tiles at 300), as PIPE did before. */
+ * partials, so the WG variant (sm_90a) may run there (three M tiles at M = 130, more than four at 300),
+ * where before the launch fell back to PIPE; either way the result must be the reference's. */
 static void test_fused_small_workspace(void)
 {
     qmm_context *tiny = cuda_context((size_t)64 << 10, NULL);

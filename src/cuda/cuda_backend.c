@@ -136,9 +136,10 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   14336 x 4096, fortieth session), which the fused path does not. On the two shapes of 235 M elements
  *   fused took 1336.8 against materialize's 1652.2 us (28672 x 8192) and 1420.9 against 1582.7 (8192 x
  *   28672); the fortieth session's call 6 gave 1305.8 against 1531.5 and 1392.2 against 1452.2. At M =
- *   4096 fused lost (28672 x 8192: 7190.1 against 2895.5; 8192 x 28672 level, 2904.2 against 3074.5),
- *   and on the smaller shapes materialize stays faster at 2048 (14336 x 4096 405.1 against 433.0).
- *   So weights with channel scales take fused to fused_huge_channel_max_m on the largest weights. */
+ *   4096 and 8192 the two are level (call 4, once the WG variant no longer asked for partials it does
+ *   not use: 0.82x-0.92x of cuBLAS fused against 0.86x-0.97x materialized on the two large shapes), and
+ *   on the smaller shapes materialize stays faster at 2048 (14336 x 4096 405.1 against 433.0). So weights
+ *   with channel scales take fused to fused_huge_channel_max_m on the largest weights. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m, fused_wg_max_m, fused_huge_elems, fused_huge_max_m;
