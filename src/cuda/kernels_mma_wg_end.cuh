@@ -195,13 +195,7 @@ __device__ __forceinline__ void wg_finish_unit(const mma_params &p, const float 
 #pragma unroll
         for (int i = 0; i < TR / 2; i++) {
             const int mi = 8 * (i / 4) + 2 * t + (i & 1), h = (i & 3) >> 1, n = strip * 16 + g + 8 * h;
-            if (mi < mvalid && n < p.n) {
-                float x = __fmul_rn(acc[i], f[h]);
-                if (p.e.bias) x = __fadd_rn(x, b[h]);
-                const size_t at = (size_t)(m0 + mi) * p.e.ldc + (size_t)n;
-                if (p.e.beta != 0.0f) x = __fmaf_rn(p.e.beta, qmm__load_c(p.e.c_type, p.e.c, at), x);
-                qmm__store_c(p.e.c_type, p.e.c, at, p.e.activation == QMM_ACT_NONE ? x : qmm__activation(x, p.e.activation));
-            }
+            if (mi < mvalid && n < p.n) qmm__epilogue_finish(p.e, (size_t)(m0 + mi) * p.e.ldc + (size_t)n, acc[i], f[h], b[h]);
         }
         return;
     }
