@@ -372,19 +372,29 @@ static void test_dispatch_table(void)
 /* The table's tier for weights of 200 Mi elements or more (8192 x 28672): fused to M = 1024 where the
  * fused path runs wgmma for the activations (bf16; fp16 against an fp16 decode), to 2048 for FP8 per
  * channel, to 256 where it cannot (fp16 against an MXFP4 weight whose scale codes span more than
- * QMM__MXFP4_HALF_RANGE, which splits A). The weights' values do not matter to the plan: constant codes
- * and scales, no quantization. */
+ * QMM__MXFP4_HALF_RANGE, which splits A); and the giant tier of 400 Mi elements or more (language-model
+ * heads), fused to 2048 for every format where wgmma runs, checked on either side of its edge. The
+ * weights' values do not matter to the plan: constant codes and scales, no quantization. */
 static void test_dispatch_huge(void)
 {
     static const struct {
         qmm_format f;
         int wide; /* MXFP4 scale codes 100 and 140: no fp16 decode */
-        size_t bf16_max, fp16_max;
-    } cases[] = {{QMM_FORMAT_NVFP4, 0, 1024, 1024}, {QMM_FORMAT_FP8_TENSOR, 0, 1024, 1024}, {QMM_FORMAT_FP8_CHANNEL, 0, 2048, 2048},
-                 {QMM_FORMAT_MXFP4, 0, 1024, 1024}, {QMM_FORMAT_MXFP4, 1, 1024, 256}};
+        size_t n, k, bf16_max, fp16_max;
+    } cases[] = {{QMM_FORMAT_NVFP4, 0, 8192, 28672, 1024, 1024},
+                 {QMM_FORMAT_FP8_TENSOR, 0, 8192, 28672, 1024, 1024},
+                 {QMM_FORMAT_FP8_CHANNEL, 0, 8192, 28672, 2048, 2048},
+                 {QMM_FORMAT_MXFP4, 0, 8192, 28672, 1024, 1024},
+                 {QMM_FORMAT_MXFP4, 1, 8192, 28672, 1024, 256},
+                 /* the giant tier (400 Mi elements and more: language-model heads), just past its edge */
+                 {QMM_FORMAT_NVFP4, 0, 102401, 4096, 2048, 2048},
+                 {QMM_FORMAT_FP8_TENSOR, 0, 102401, 4096, 2048, 2048},
+                 {QMM_FORMAT_MXFP4, 1, 102401, 4096, 2048, 256},
+                 /* just below it: the huge tier */
+                 {QMM_FORMAT_NVFP4, 0, 102399, 4096, 1024, 1024}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         qmm_weight w;
-        CHECK_OK(qmm_weight_alloc(&w, cases[i].f, 8192, 28672));
+        CHECK_OK(qmm_weight_alloc(&w, cases[i].f, cases[i].n, cases[i].k));
         memset(w.data, 0x23, w.data_bytes);
         if (w.block_scales) {
             memset(w.block_scales, cases[i].f == QMM_FORMAT_NVFP4 ? 0x38 : 120, w.block_scale_bytes);
@@ -402,8 +412,8 @@ static void test_dispatch_huge(void)
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
             qmm_path path;
             CHECK_OK(qmm_matmul_plan(ctx, rows[r].m, rows[r].at, &w, &path));
-            CHECK(path == rows[r].want, "format %d%s %s M = %zu plans %s, want %s", (int)cases[i].f, cases[i].wide ? " (wide)" : "",
-                  qmm_dtype_name(rows[r].at), rows[r].m, qmm_path_name(path), qmm_path_name(rows[r].want));
+            CHECK(path == rows[r].want, "format %d%s %zu x %zu %s M = %zu plans %s, want %s", (int)cases[i].f, cases[i].wide ? " (wide)" : "",
+                  cases[i].n, cases[i].k, qmm_dtype_name(rows[r].at), rows[r].m, qmm_path_name(path), qmm_path_name(rows[r].want));
         }
         qmm_weight_free(&w);
     }

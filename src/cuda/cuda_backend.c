@@ -139,16 +139,26 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   4096 and 8192 the two are level (call 4, once the WG variant no longer asked for partials it does
  *   not use: 0.82x-0.92x of cuBLAS fused against 0.86x-0.97x materialized on the two large shapes), and
  *   on the smaller shapes materialize stays faster at 2048 (14336 x 4096 405.1 against 433.0). So weights
- *   with channel scales take fused to fused_huge_channel_max_m on the largest weights. */
+ *   with channel scales take fused to fused_huge_channel_max_m on the largest weights.
+ * - Language-model heads at M = 1024 and 2048 (2026-12-04, forty-first session calls 5-6, forty-second
+ *   session call 2; the default 256 MiB workspace): on 128256 x 4096, 152064 x 3584 and 128256 x 8192 (525
+ *   M to 1.05 G elements) NVFP4 fused took 2978.8, 3391.2 and 5987.4 us at M = 2048 against materialize's
+ *   3346.1, 3539.8 and 6640.2 (0.92x, 0.92x and 0.98x of cuBLAS against 0.86x-0.89x), and 0.85x-0.92x
+ *   against 0.77x-0.83x at 1024; FP8 per channel 0.90x and 0.98x against 0.72x and 0.77x at 2048. The
+ *   two default shapes of 235 M elements are level there (NVFP4 28672 x 8192 1389.0 against 1361.7), so
+ *   the giant tier starts at 400 Mi elements: fused_giant_max_m. A larger workspace helps materialize
+ *   on some of them (2 GiB: 152064 x 3584 3139.1 us, 0.96x; 128256 x 4096 stays 0.88x), which the
+ *   tier does not read: it is fitted to the default. */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m, fused_wg_max_m, fused_huge_elems, fused_huge_max_m;
     size_t fused_huge_channel_max_m; /* fused_huge_max_m for weights with channel scales (FP8 per channel); 0: the same */
+    size_t fused_giant_elems, fused_giant_max_m; /* past the huge tier: weights of this many elements or more */
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 0},
-    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 0},
-    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 2048},
+    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 0, (size_t)400 << 20, 2048},
+    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 0, (size_t)400 << 20, 2048},
+    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 2048, (size_t)400 << 20, 2048},
 };
 
 static qmm_path qmm__cuda_plan(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w)
@@ -166,6 +176,8 @@ static qmm_path qmm__cuda_plan(const void *state, size_t m, qmm_dtype a_type, co
             if (wg && t->fused_wg_max_m > fused_max) fused_max = t->fused_wg_max_m;
             if (wg && t->fused_huge_elems && elems >= t->fused_huge_elems)
                 fused_max = p->channel_scales && t->fused_huge_channel_max_m ? t->fused_huge_channel_max_m : t->fused_huge_max_m;
+            if (wg && t->fused_giant_elems && elems >= t->fused_giant_elems && t->fused_giant_max_m > fused_max)
+                fused_max = t->fused_giant_max_m;
             return m <= fused_max ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
         }
     return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
