@@ -9,7 +9,6 @@
  * Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a scripts/probes/overlap_materialize.cu -lcublasLt
  * Run: ./a.out [M] (default 2048; exit 1 on a CUDA or cuBLASLt error) */
 #include <cublasLt.h>
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
