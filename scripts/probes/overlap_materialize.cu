@@ -18,14 +18,8 @@
 #include <functional>
 #include <vector>
 
-#define CK(x)                                                                                                      \
-    do {                                                                                                           \
-        cudaError_t e_ = (x);                                                                                      \
-        if (e_ != cudaSuccess) {                                                                                   \
-            std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);                   \
-            std::exit(1);                                                                                          \
-        }                                                                                                          \
-    } while (0)
+#include "probe_check.cuh" /* CK */
+
 #define LK(x)                                                                                                      \
     do {                                                                                                           \
         cublasStatus_t s_ = (x);                                                                                   \
