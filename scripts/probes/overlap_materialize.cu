@@ -18,7 +18,7 @@
 #include <functional>
 #include <vector>
 
-#include "probe_check.cuh" /* CK */
+#include "probe_check.cuh" /* CK, median_us */
 
 #define LK(x)                                                                                                      \
     do {                                                                                                           \
@@ -92,26 +92,10 @@ static void run_gemm(const Gemm &g, const void *w, const void *a, void *d, cudaS
     LK(cublasLtMatmul(g_lt, g.op, &one, w, g.la, a, g.lb, &zero, d, g.ld, d, g.ld, &g.algo, g_ws, g_ws_bytes, s));
 }
 
-/* median microseconds of f() on stream s (events on s), 15 runs after 3 */
+/* median microseconds of f() on stream s (events on s), 15 runs after 3 (probe_check.cuh) */
 static double time_us(cudaStream_t s, const std::function<void()> &f)
 {
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    std::vector<float> ts;
-    for (int r = 0; r < 18; r++) {
-        CK(cudaEventRecord(e0, s));
-        f();
-        CK(cudaEventRecord(e1, s));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaGetLastError());
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (r >= 3) ts.push_back(ms * 1000.0f);
-    }
-    cudaEventDestroy(e0), cudaEventDestroy(e1);
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
+    return median_us([&](int) { f(); }, 15, 3, s);
 }
 
 int main(int argc, char **argv)

@@ -28,18 +28,19 @@ __device__ __forceinline__ uint64_t desc_of(uint32_t addr, uint32_t lbo, uint32_
     return (uint64_t)((addr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
 }
 
-/* the median time of launch(r) in microseconds: `runs` launches timed after `warm` */
+/* the median time of launch(r) in microseconds: `runs` launches timed after `warm`, by events on stream s
+ * (default: the legacy default stream) */
 template <class F>
-double median_us(F launch, int runs = 20, int warm = 5)
+double median_us(F launch, int runs = 20, int warm = 5, cudaStream_t s = 0)
 {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     std::vector<float> ts;
     for (int r = 0; r < warm + runs; r++) {
-        CK(cudaEventRecord(e0));
+        CK(cudaEventRecord(e0, s));
         launch(r);
-        CK(cudaEventRecord(e1));
+        CK(cudaEventRecord(e1, s));
         CK(cudaEventSynchronize(e1));
         CK(cudaGetLastError());
         float ms;
