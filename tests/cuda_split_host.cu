@@ -25,6 +25,11 @@ extern "C" int qmm_test_gemv_early_split(int strips, int chunks, int tiles_per_s
     return gemv_early_fit(strips, chunks, tiles_per_step, sm_count, gemv_cta_tiles(enc), false);
 }
 
+extern "C" int qmm_test_one_split_fits(int strips, int mtiles, int sm_count)
+{
+    return one_split_fits(strips, mtiles, sm_count);
+}
+
 extern "C" int qmm_test_split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
 {
     return split_for_fused(strips, chunks, tiles_per_step, sm_count);
@@ -62,8 +67,11 @@ static qmm_test_wg wg_choose_of(int m, int strips, int chunks, int sm_count, con
     const int rows = m <= 32 ? 32 : kWgRows; /* the fused path's tiles: 32 rows (NB = 4) to M = 32 */
     p.mtiles = (m + rows - 1) / rows;
     const int tps = stage_config<ENC, false, 8>::tiles_per_step; /* kStepK / tile_k, the same for every NB */
-    if (rows == 32 || !tall_split<8>(p, tps, sm_count, (size_t)1 << 40, (size_t)1 << 30, false)) {
-        const int sp = split_for_fused(strips, chunks, tps, sm_count);
+    /* launch_variant's division: one split past four 64-row M tiles where one_split_fits, else tall pairs
+     * where they are taken, else the usual split */
+    const bool one = rows == kWgRows && one_split_fits(strips, p.mtiles, sm_count);
+    if (rows == 32 || one || !tall_split<8>(p, tps, sm_count, (size_t)1 << 40, (size_t)1 << 30, false)) {
+        const int sp = one ? 1 : split_for_fused(strips, chunks, tps, sm_count);
         p.cps = (chunks + sp - 1) / sp;
         p.splits = (chunks + p.cps - 1) / p.cps;
         p.pairs = 0, p.half = 0;

@@ -19,6 +19,8 @@ int qmm_test_split_for(int strips, int chunks, int tiles_per_step, int sm_count,
 /* The GEMV's split for its three-CTA WHOLE by the default rule (gemv_early_fit), 0 where it does not run. */
 int qmm_test_gemv_early_split(int strips, int chunks, int tiles_per_step, int sm_count, int enc);
 int qmm_test_split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count);
+/* Whether the fused path runs one split of K at mtiles 64-row M tiles (one_split_fits). */
+int qmm_test_one_split_fits(int strips, int mtiles, int sm_count);
 qmm_test_division qmm_test_tall_split(int nb, int m, int strips, int chunks, int tiles_per_step, int sm_count,
                                       size_t partial_floats, size_t counter_count, int force);
 

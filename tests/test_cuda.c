@@ -5,6 +5,7 @@
  * (skipped) without a usable GPU. */
 #include <cuda_runtime_api.h>
 
+#include "../src/cuda/cuda_internal.h"
 #include "matmul_check.h"
 
 static qmm_context *ref, *ctx;
@@ -372,11 +373,17 @@ static void test_dispatch_table(void)
 /* The table's tier for weights of 200 Mi elements or more (8192 x 28672): fused to M = 1024 where the
  * fused path runs wgmma for the activations (bf16; fp16 against an fp16 decode), to 2048 for FP8 per
  * channel, to 256 where it cannot (fp16 against an MXFP4 weight whose scale codes span more than
- * QMM__MXFP4_HALF_RANGE, which splits A); and the giant tier of 400 Mi elements or more (language-model
- * heads), fused to 2048 for every format where wgmma runs, checked on either side of its edge. The
- * weights' values do not matter to the plan: constant codes and scales, no quantization. */
+ * QMM__MXFP4_HALF_RANGE, which splits A); the giant tier of 400 Mi elements or more (language-model
+ * heads), fused to 2048 for every format where wgmma runs; and past the tiers, up to M = 2048, the fill
+ * rule (qmm__cuda_fused_fills, whose values at the H200's points test_cuda_split checks): fused where
+ * wgmma runs and the one-split grid fills its waves on this device. Each case at its tier's edge and at
+ * M = 257..2049. The weights' values do not matter to the plan: constant codes and scales, no
+ * quantization. */
 static void test_dispatch_huge(void)
 {
+    int dev = 0, sm = 0;
+    CHECK(cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess,
+          "the SM count");
     static const struct {
         qmm_format f;
         int wide; /* MXFP4 scale codes 100 and 140: no fp16 decode */
@@ -391,7 +398,11 @@ static void test_dispatch_huge(void)
                  {QMM_FORMAT_FP8_TENSOR, 0, 102401, 4096, 2048, 2048},
                  {QMM_FORMAT_MXFP4, 1, 102401, 4096, 2048, 256},
                  /* just below it: the huge tier */
-                 {QMM_FORMAT_NVFP4, 0, 102399, 4096, 1024, 1024}};
+                 {QMM_FORMAT_NVFP4, 0, 102399, 4096, 1024, 1024},
+                 /* the fill rule on smaller weights (the WG tier, 256) */
+                 {QMM_FORMAT_NVFP4, 0, 4096, 14336, 256, 256},
+                 {QMM_FORMAT_FP8_TENSOR, 0, 6144, 18432, 256, 256},
+                 {QMM_FORMAT_MXFP4, 0, 14336, 4096, 256, 256}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         qmm_weight w;
         CHECK_OK(qmm_weight_alloc(&w, cases[i].f, cases[i].n, cases[i].k));
@@ -403,19 +414,28 @@ static void test_dispatch_huge(void)
         if (w.channel_scales)
             for (size_t n = 0; n < w.n; n++) w.channel_scales[n] = 0.5f;
         CHECK_OK(qmm_weight_prepare(ctx, &w));
-        const struct {
-            size_t m;
-            qmm_dtype at;
-            qmm_path want;
-        } rows[] = {{cases[i].bf16_max, QMM_DTYPE_BF16, QMM_PATH_FUSED}, {cases[i].bf16_max + 1, QMM_DTYPE_BF16, QMM_PATH_MATERIALIZE},
-                    {cases[i].fp16_max, QMM_DTYPE_FP16, QMM_PATH_FUSED}, {cases[i].fp16_max + 1, QMM_DTYPE_FP16, QMM_PATH_MATERIALIZE}};
-        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
-            qmm_path path;
-            CHECK_OK(qmm_matmul_plan(ctx, rows[r].m, rows[r].at, &w, &path));
-            CHECK(path == rows[r].want, "format %d%s %zu x %zu %s M = %zu plans %s, want %s", (int)cases[i].f, cases[i].wide ? " (wide)" : "",
-                  cases[i].n, cases[i].k, qmm_dtype_name(rows[r].at), rows[r].m, qmm_path_name(path), qmm_path_name(rows[r].want));
+        for (int half = 0; half < 2; half++) {
+            const size_t tier = half ? cases[i].fp16_max : cases[i].bf16_max;
+            const bool wg = !(half && cases[i].wide);
+            const size_t ms[] = {tier, tier + 1, 257, 512, 1024, 1025, 1536, 2048, 2049};
+            for (size_t r = 0; r < sizeof ms / sizeof ms[0]; r++) {
+                const size_t m = ms[r];
+                const qmm_dtype at = half ? QMM_DTYPE_FP16 : QMM_DTYPE_BF16;
+                const qmm_path want = m <= tier || (wg && m <= 2048 && qmm__cuda_fused_fills(cases[i].n, m, sm))
+                                          ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
+                qmm_path path;
+                CHECK_OK(qmm_matmul_plan(ctx, m, at, &w, &path));
+                CHECK(path == want, "format %d%s %zu x %zu %s M = %zu plans %s, want %s", (int)cases[i].f, cases[i].wide ? " (wide)" : "",
+                      cases[i].n, cases[i].k, qmm_dtype_name(at), m, qmm_path_name(path), qmm_path_name(want));
+            }
         }
         qmm_weight_free(&w);
+    }
+    /* on the H200 (132 SMs), the edges the rule was fitted to (test_cuda_split checks the rule's values) */
+    if (sm == 132) {
+        CHECK(qmm__cuda_fused_fills(4096, 1024, sm) && !qmm__cuda_fused_fills(4096, 1025, sm) &&
+                  qmm__cuda_fused_fills(4096, 2048, sm) && !qmm__cuda_fused_fills(6144, 1536, sm),
+              "the fill rule's edges on 132 SMs");
     }
 }
 
@@ -502,17 +522,28 @@ static void test_batch_invariance(void)
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 64, 100, "fused K = 2048 64 vs 100 (WG 64 and 128 rows)");
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 100, 200, "fused K = 2048 100 vs 200 (WG 128 and 256 rows)");
         mm_check_batch_invariance(ctx, formats[f], 300, 2048, 150, 200, "fused K = 2048 150 vs 200 (WG 192 and 256 rows)");
-        /* past four M tiles on a weight large enough that no one-wave plan of 256-row CTAs exists (64 strip
-         * groups in two or four units): wg_cost's choice, on sm_90a 128-row CTAs at M = 384, 64-row ones
-         * at 520 and 256-row ones at 1000 (test_cuda_split checks these plans), each against the plan
-         * before it, in its last M group */
-        qmm_weight big;
-        mm_random_weight(&big, formats[f], 8192, 2048); /* one weight for the three (its quantization is the host's time) */
-        CHECK_OK(qmm_weight_prepare(ctx, &big));
-        mm_check_batch_invariance_w(ctx, &big, QMM_DTYPE_BF16, 2048, 200, 384, "fused 8192 x 2048 200 vs 384 (256 and 128 rows)");
-        mm_check_batch_invariance_w(ctx, &big, QMM_DTYPE_BF16, 2048, 384, 520, "fused 8192 x 2048 384 vs 520 (128 and 64 rows)");
-        mm_check_batch_invariance_w(ctx, &big, QMM_DTYPE_BF16, 2048, 520, 1000, "fused 8192 x 2048 520 vs 1000 (64 and 256 rows)");
-        qmm_weight_free(&big);
+        /* past four M tiles: on a weight whose M tiles make two waves of 64-row tiles (64 strip groups)
+         * one split of K (one_split_fits), on sm_90a in 256-row CTAs at M = 384 and 1000 and 64-row ones at
+         * 520; on a narrower one (16 strip groups) the split of K to M = 1024, in the plans of wg_cost
+         * (test_cuda_split checks these plans), each against the plan before it, in its last M group. Row
+         * m's bits differ between M <= 256 and M > 256 on the first (the split), by design. */
+        static const struct {
+            size_t n, m1, m2;
+            const char *what;
+        } big_cases[] = {{8192, 384, 520, "fused 8192 x 2048 384 vs 520 (one split, 256 and 64 rows)"},
+                         {8192, 520, 1000, "fused 8192 x 2048 520 vs 1000 (one split, 64 and 256 rows)"},
+                         {2048, 200, 384, "fused 2048 x 2048 200 vs 384"},
+                         {2048, 384, 520, "fused 2048 x 2048 384 vs 520"},
+                         {2048, 520, 1000, "fused 2048 x 2048 520 vs 1000"}};
+        for (int b = 0; b < 2; b++) {
+            qmm_weight big;
+            mm_random_weight(&big, formats[f], b ? 2048 : 8192, 2048); /* one weight for its cases (its quantization is the host's time) */
+            CHECK_OK(qmm_weight_prepare(ctx, &big));
+            for (size_t i = 0; i < sizeof big_cases / sizeof big_cases[0]; i++)
+                if (big_cases[i].n == big.n)
+                    mm_check_batch_invariance_w(ctx, &big, QMM_DTYPE_BF16, 2048, big_cases[i].m1, big_cases[i].m2, big_cases[i].what);
+            qmm_weight_free(&big);
+        }
         /* fp16 activations (the fp16 decodes): in rows not 16-byte aligned (lda 1500) WHOLE at 9 rows
          * (PIPE takes aligned rows only) against 70 rows (the WG variant, wgmma's f16 form, over
          * wg_stage_a's layout where wg_choose takes it, else STEP); in aligned rows the WG variant's CTAs

@@ -127,12 +127,19 @@ static void check_wg_plans(void)
         {4096, 14336, 64, 64, 0, 8, 0},   {4096, 14336, 128, 128, 0, 4, 28},  {4096, 14336, 256, 256, 0, 4, 28},
         {14336, 4096, 64, 64, 2, 2, 0},   {14336, 4096, 128, 128, 1, 1, 32},  {14336, 4096, 256, 256, 1, 1, 32},
         {28672, 8192, 64, 64, 0, 1, 0},   {28672, 8192, 128, 128, 1, 1, 0},   {28672, 8192, 256, 64, 0, 1, 0},
-        /* past four M tiles by wg_cost: the plans measured fastest (thirty-sixth session, calls 3-4) */
-        {8192, 28672, 384, 128, 0, 4, 0}, {8192, 28672, 512, 256, 2, 2, 112}, {8192, 28672, 1024, 256, 2, 2, 112},
+        /* past four M tiles: one split where the M tiles make two waves of 64-row tiles (one_split_fits;
+         * forty-third session: at M = 512 and 1024 one split took 310.5 and 621.7 us on (8192, 28672)
+         * against the plans below's 342.7 and 699.7), then the cheapest plan by wg_cost */
+        {8192, 28672, 384, 256, 1, 1, 0}, {8192, 28672, 512, 256, 1, 1, 0},   {8192, 28672, 1024, 256, 1, 1, 0},
         {28672, 8192, 384, 64, 0, 1, 0},  {28672, 8192, 512, 256, 1, 1, 0},   {28672, 8192, 1024, 256, 1, 1, 0},
-        /* and test_cuda's weight for them (batch invariance past four M tiles) */
-        {8192, 2048, 200, 256, 2, 2, 8},  {8192, 2048, 384, 128, 0, 4, 0},    {8192, 2048, 520, 64, 4, 4, 0},
-        {8192, 2048, 1000, 256, 2, 2, 8},
+        /* and test_cuda's weights for them (batch invariance past four M tiles): one split on 8192 x 2048,
+         * the split of K on 2048 x 2048 (16 strip groups: two waves of 64-row tiles past M = 1024) in
+         * wg_cost's plans: 256-row CTAs over fine units (M = 200) and coarse ones (384, 1000), 64-row ones
+         * in clusters of eight (520) */
+        {8192, 2048, 200, 256, 2, 2, 8},  {8192, 2048, 384, 256, 1, 1, 0},    {8192, 2048, 520, 64, 0, 1, 0},
+        {8192, 2048, 1000, 256, 1, 1, 0},
+        {2048, 2048, 200, 256, 0, 8, 0},  {2048, 2048, 384, 256, 0, 4, 4},    {2048, 2048, 520, 64, 8, 8, 0},
+        {2048, 2048, 1000, 256, 0, 4, 4},
     };
     /* 32-row tiles (M = 17..32) where K is split in at most five units: not (4096, 14336)'s eight */
     static const struct {
@@ -161,9 +168,10 @@ static void check_wg_plans(void)
     } want8[] = {
         {8192, 28672, 64, 1, 64, 4, 4, 0}, {8192, 28672, 128, 1, 128, 2, 2, 224}, {28672, 8192, 128, 1, 128, 1, 1, 0},
         {8192, 28672, 256, 1, 256, 2, 2, 224}, {8192, 28672, 160, 1, 192, 2, 2, 224},
-        {8192, 28672, 384, 1, 128, 0, 4, 0},   {8192, 28672, 512, 1, 256, 2, 2, 224}, {28672, 8192, 384, 1, 64, 0, 1, 0},
-        {28672, 8192, 512, 1, 256, 1, 1, 0},   {8192, 2048, 384, 1, 128, 0, 4, 0},    {8192, 2048, 520, 1, 64, 4, 4, 0},
-        {8192, 2048, 1000, 1, 256, 2, 2, 16},
+        {8192, 28672, 384, 1, 256, 1, 1, 0},   {8192, 28672, 512, 1, 256, 1, 1, 0},   {28672, 8192, 384, 1, 64, 0, 1, 0},
+        {28672, 8192, 512, 1, 256, 1, 1, 0},   {8192, 2048, 384, 1, 256, 1, 1, 0},    {8192, 2048, 520, 1, 64, 0, 1, 0},
+        {8192, 2048, 1000, 1, 256, 1, 1, 0},   {2048, 2048, 384, 1, 256, 0, 4, 8},    {2048, 2048, 520, 1, 64, 8, 8, 0},
+        {2048, 2048, 1000, 1, 256, 0, 4, 8},
         {4096, 4112, 64, 0, 0, 0, 0, 0},   /* 129 chunks: the last unit odd */
         {4096, 14592, 64, 0, 0, 0, 0, 0},  /* 456 chunks in eight units of 57 */
     };
@@ -228,6 +236,34 @@ int main(void)
      * rows (4048, 4048 and 96 before) */
     CHECK(qmm__cuda_chunk_rows((size_t)224 << 20, 28672 * 2, 0, 8192) == 4096, "(8192, 28672) M = 2048 in %zu-row chunks",
           qmm__cuda_chunk_rows((size_t)224 << 20, 28672 * 2, 0, 8192));
+    /* one split past four 64-row M tiles where the M tiles make two waves of 64-row tiles (132 SMs: 264) */
+    static const struct {
+        int n, m, want;
+    } one[] = {{8192, 256, 0},  {8192, 257, 1},  {8192, 2048, 1},  {4096, 512, 0},   {4096, 513, 1}, {14336, 256, 0},
+               {14336, 320, 1}, {6144, 320, 0},  {6144, 384, 1},   {2048, 1024, 0},  {2048, 1025, 1}, {1024, 2048, 0},
+               {128, 100000, 1}, {28672, 320, 1}};
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+        const int mtiles = ceil_div(one[i].m, 64), got = qmm_test_one_split_fits(one[i].n / 16, mtiles, 132);
+        CHECK(got == one[i].want, "N = %d M = %d: one split %d, want %d", one[i].n, one[i].m, got, one[i].want);
+    }
+    for (int it = 0; it < 3000; it++) { /* the rule's two conditions, on random shapes and SM counts */
+        const int strips = random_size(1, 8192), mtiles = random_size(1, 4096), sm = sms[harness_next() % 6];
+        const int want = mtiles > 4 && (long long)ceil_div(strips, 8) * mtiles >= 2LL * sm;
+        CHECK(qmm_test_one_split_fits(strips, mtiles, sm) == want, "strips %d, %d M tiles, %d SMs", strips, mtiles, sm);
+    }
+    /* the dispatcher's fill rule (qmm__cuda_fused_fills) at the points it was fitted to (132 SMs, fills
+     * of 256-row CTAs over 128 weight rows): 0.97 and 0.85 fused, 0.73 and 0.48 materialize */
+    static const struct {
+        size_t n, m;
+        bool want;
+    } fill[] = {{4096, 2048, true},   {14336, 2048, true},  {6144, 2048, true},  {28672, 2048, true}, {8192, 2048, true},
+                {4096, 1024, true},   {4096, 1025, false},  {4096, 1536, false}, {4096, 512, false},  {14336, 512, true},
+                {14336, 1024, true},  {14336, 1536, true},  {6144, 1024, false}, {6144, 1536, false}, {6144, 512, false},
+                {8192, 1025, true},   {8192, 1536, true},   {28672, 1536, true}, {1, 1, false},       {0, 2048, false}};
+    for (size_t i = 0; i < sizeof fill / sizeof fill[0]; i++)
+        CHECK(qmm__cuda_fused_fills(fill[i].n, fill[i].m, 132) == fill[i].want, "N = %zu M = %zu: fills %d, want %d",
+              fill[i].n, fill[i].m, (int)qmm__cuda_fused_fills(fill[i].n, fill[i].m, 132), (int)fill[i].want);
+    CHECK(!qmm__cuda_fused_fills(4096, 2048, 0), "no SM count, no fill");
     /* (N, K), GEMV split, fused split, coarse at M = 128, coarse at M = 256 */
     check_default(4096, 14336, 16, 8, 1, 1);
     check_default(14336, 4096, 0, 2, 1, 1);

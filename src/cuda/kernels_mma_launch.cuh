@@ -632,15 +632,19 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     /* QMM_CUDA_TALL (a knob for tests and benchmarks, not for use): tall pairs, 1 (default) where the
      * coarse units' waves take no longer, 2 coarse units wherever there are several M tiles, 0 off */
     static const int tall_knob = knob_int("QMM_CUDA_TALL", 1);
-    const bool pair_wanted = NB >= 2 && forced_splits <= 0 && pairs_knob;
+    /* QMM_CUDA_ONESPLIT=0 (a knob for benchmarks, not for use): no one-split rule (one_split_fits) */
+    static const bool one_knob = knob_int("QMM_CUDA_ONESPLIT", 1) != 0;
+    const bool one = NB == 8 && forced_splits <= 0 && one_knob && one_split_fits(p.strips, p.mtiles, sm_count);
+    const bool pair_wanted = NB >= 2 && forced_splits <= 0 && pairs_knob && !one;
     const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
-    const bool tall = !pair && NB >= 2 && forced_splits <= 0 && tall_knob != 0 &&
+    const bool tall = !pair && !one && NB >= 2 && forced_splits <= 0 && tall_knob != 0 &&
                       tall_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count, tall_knob == 2);
     const int cta_tiles = gemv_cta_tiles(ENC);
     const int early_split = has_gemv_early<ENC, NB>() && forced_splits <= 0
                                 ? gemv_early_split(p.strips, p.chunks, cfg::tiles_per_step, sm_count, cta_tiles) : 0;
     if (!pair && !tall) {
         int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks)
+                     : one           ? 1
                      : early_split > 0 ? early_split
                      : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count, cta_tiles)
                                               : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);

@@ -78,6 +78,19 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
     return best;
 }
 
+/* One split of K on the fused path (NB = 8, 64-row M tiles) past four M tiles where the M tiles alone
+ * make two waves of 64-row tiles (two per SM): there the split's partials only cost, a DRAM round trip
+ * of 2 x M x N x 4 bytes per split. On the H200 (BENCHMARKS.md, forty-third session, calls 1-2, NVFP4 and
+ * FP8 per tensor, one split forced against the default): at M = 2048 1.1x-2.0x faster on the four default
+ * shapes that split (4096 x 14336 329.2 against 657.9 us), at M = 512 and 1024 faster on 12 of 16 rows;
+ * at M = 256 mostly slower (4096 x 14336 139.4 against 74.1: 32 strip groups fill no wave), hence the
+ * four M tiles and the two waves. The split then depends on M (batch invariance holds within M = 1..256
+ * and within M > 256), as it does where a small workspace cuts it. */
+static bool one_split_fits(int strips, int mtiles, int sm_count)
+{
+    return mtiles > 4 && (long long)strip_groups(strips) * mtiles >= 2LL * sm_count;
+}
+
 /* Units of summation in pairs (pair mode and tall pairs, below): the fine splits of cps_f chunks are the
  * units of summation whatever the tile height, and the reduction adds their partials two by two,
  * (p0 + p1) + (p2 + p3) + ...; a call that runs coarse units covers two fine splits per unit, restarts
