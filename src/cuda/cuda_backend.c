@@ -166,7 +166,11 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   1365.0 and 1281.2 against 1308.0), at M = 1024 on 4096 x 14336 (158.1 against 189.5). So past the
  *   tiers the fused path runs up to fused_fill_max_m where the rule holds. At M = 4096 materialize is
  *   level or faster on three shapes (14336 x 4096 690.6 against 738.4). Row m's bits now depend on M
- *   past M = 256 on those weights (the split of K), as they do where a small workspace cuts the split. */
+ *   where the split rule starts (the split of K), as they do where a small workspace cuts the split.
+ *   Checked with the rule (call 4, the dispatcher's own path): fused at M = 2048 on all five shapes,
+ *   NVFP4 0.85x-1.03x of cuBLAS, FP8 per tensor 0.84x-1.04x, per channel 0.84x-1.00x; 6144 x 18432 stays
+ *   materialize at 1024. Not measured: fp16 activations under the rule, MXFP4 through the dispatcher
+ *   (forced: 0.94x-1.16x at 2048), and M between the measured points (the rule reads the waves there). */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m, fused_wg_max_m, fused_huge_elems, fused_huge_max_m;

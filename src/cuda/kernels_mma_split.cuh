@@ -82,10 +82,12 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
  * make two waves of 64-row tiles (two per SM): there the split's partials only cost, a DRAM round trip
  * of 2 x M x N x 4 bytes per split. On the H200 (BENCHMARKS.md, forty-third session, calls 1-2, NVFP4 and
  * FP8 per tensor, one split forced against the default): at M = 2048 1.1x-2.0x faster on the four default
- * shapes that split (4096 x 14336 329.2 against 657.9 us), at M = 512 and 1024 faster on 12 of 16 rows;
- * at M = 256 mostly slower (4096 x 14336 139.4 against 74.1: 32 strip groups fill no wave), hence the
- * four M tiles and the two waves. The split then depends on M (batch invariance holds within M = 1..256
- * and within M > 256), as it does where a small workspace cuts it. */
+ * shapes that split (4096 x 14336 329.2 against 657.9 us), at M = 512 and 1024 faster on 15 of 16 rows
+ * (6144 x 18432 NVFP4 at 1024: 458.8 against 419.6); at M = 256 slower on three of those four shapes
+ * (4096 x 14336 139.4 against 74.1: 32 strip groups fill no wave), hence the four M tiles and the two
+ * waves. The split then depends on M: row m's bits differ on either side of the first M where the rule
+ * holds (M = 257 on 8192 x K, 1025 on 2048 x K), as they do where a small workspace cuts the split;
+ * batch invariance holds on each side (test_cuda). */
 static bool one_split_fits(int strips, int mtiles, int sm_count)
 {
     return mtiles > 4 && (long long)strip_groups(strips) * mtiles >= 2LL * sm_count;
