@@ -252,14 +252,18 @@ int main(void)
         CHECK(qmm_test_one_split_fits(strips, mtiles, sm) == want, "strips %d, %d M tiles, %d SMs", strips, mtiles, sm);
     }
     /* the dispatcher's fill rule (qmm__cuda_fused_fills) at the points it was fitted to (132 SMs, fills
-     * of 256-row CTAs over 128 weight rows): 0.97 and 0.85 fused, 0.73 and 0.48 materialize */
+     * of 256-row CTAs over 128 weight rows): 0.97 and 0.85 fused, 0.73 and 0.48 materialize; between
+     * multiples of 256 rows the last CTAs' unused rows count against it (M = 257 on 14336 x 4096: 0.43;
+     * 1025 on 8192 x 28672: 0.65; 1793 on 4096 x 14336: 0.85) */
     static const struct {
         size_t n, m;
         bool want;
     } fill[] = {{4096, 2048, true},   {14336, 2048, true},  {6144, 2048, true},  {28672, 2048, true}, {8192, 2048, true},
                 {4096, 1024, true},   {4096, 1025, false},  {4096, 1536, false}, {4096, 512, false},  {14336, 512, true},
                 {14336, 1024, true},  {14336, 1536, true},  {6144, 1024, false}, {6144, 1536, false}, {6144, 512, false},
-                {8192, 1025, true},   {8192, 1536, true},   {28672, 1536, true}, {1, 1, false},       {0, 2048, false}};
+                {8192, 1025, false},  {8192, 1536, true},   {28672, 1536, true}, {1, 1, false},       {0, 2048, false},
+                {14336, 257, false},  {4096, 769, false},   {4096, 1793, true},  {4096, 1600, false}, {6144, 1100, false},
+                {8192, 1200, false},  {8192, 1400, true}};
     for (size_t i = 0; i < sizeof fill / sizeof fill[0]; i++)
         CHECK(qmm__cuda_fused_fills(fill[i].n, fill[i].m, 132) == fill[i].want, "N = %zu M = %zu: fills %d, want %d",
               fill[i].n, fill[i].m, (int)qmm__cuda_fused_fills(fill[i].n, fill[i].m, 132), (int)fill[i].want);

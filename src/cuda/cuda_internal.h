@@ -62,22 +62,25 @@ static inline bool qmm__cuda_half_decode(qmm__cuda_encoding enc, int mx_half)
 }
 
 /* The dispatcher's fill rule (qmm__cuda_plan, past its tiers up to fused_fill_max_m rows): whether the
- * fused path's grid at one split of K, counted in CTAs of 256 rows over 128 weight rows, fills its last
- * wave of sm_count CTAs to 80% or more. Past four 64-row M tiles the fused path runs one split wherever
- * the M tiles alone give two waves of 64-row tiles (one_split_fits, kernels_mma_split.cuh), which every
- * grid this rule passes does. Fitted on the H200 (132 SMs; BENCHMARKS.md, forty-third session, calls 2-3,
- * NVFP4 and FP8 per tensor at M = 512..2048 on the five default shapes): one split against materialize
- * was faster or level at every measured fill of 0.85 and more (0.85: 14336 x 4096 at M = 512, 1024,
- * 1536; 0.97 at M = 2048 on all five shapes) and slower at 0.48 and 0.73 (4096 x 14336 at M = 512 and
- * 1536, 6144 x 18432 at 1024 and 1536), except 6144 x 18432 at M = 512 (0.73, faster; left out). The
- * grid's time goes by its waves: 4096 x 14336 one split took 158.1 us at M = 1024 (128 CTAs, one wave)
- * and 334.7 at 1536 (192, 1.45 waves). */
+ * fused path's grid at one split of K, counted in CTAs of 256 rows over 128 weight rows, does 80% or more
+ * of the work its waves of sm_count CTAs could: the rows of A over 256 per CTA, times the CTAs, over the
+ * waves' slots. Past four 64-row M tiles the fused path runs one split wherever the M tiles alone give
+ * two waves of 64-row tiles (one_split_fits, kernels_mma_split.cuh), which every grid this rule passes
+ * does. Fitted on the H200 (132 SMs; BENCHMARKS.md, forty-third session, calls 2-3, NVFP4 and FP8 per
+ * tensor at M = 512..2048 on the five default shapes, all multiples of 256 rows): one split against
+ * materialize was faster or level at every measured fill of 0.85 and more (0.85: 14336 x 4096 at M =
+ * 512, 1024, 1536; 0.97 at M = 2048 on all five shapes) and slower at 0.48 and 0.73 (4096 x 14336 at
+ * M = 512 and 1536, 6144 x 18432 at 1024 and 1536), except 6144 x 18432 at M = 512 (0.73, faster; left
+ * out). The grid's time goes by its waves, whatever rows its last CTAs hold: 4096 x 14336 one split took
+ * 158.1 us at M = 1024 (128 CTAs, one wave), 140.1 at 512 and 139.4 at 256 (64 and 32 CTAs, one wave),
+ * 334.7 at 1536 (192, 1.45 waves). Hence the rows: at M = 257 a grid of two 256-row CTAs per strip group
+ * takes what M = 512 takes, while materialize takes about half (not measured between multiples of 256). */
 static inline bool qmm__cuda_fused_fills(size_t n, size_t m, int sm_count)
 {
     if (sm_count <= 0 || n == 0 || m == 0) return false;
-    const size_t ctas = ((n + 127) / 128) * ((m + 255) / 256);
+    const size_t groups = (n + 127) / 128, ctas = groups * ((m + 255) / 256);
     const size_t slots = (ctas + (size_t)sm_count - 1) / (size_t)sm_count * (size_t)sm_count;
-    return 5 * ctas >= 4 * slots;
+    return 5 * groups * m >= 4 * 256 * slots;
 }
 
 /* What the epilogue's factor (alpha_fix, which holds the weight's 2^fix) is further multiplied by where an
