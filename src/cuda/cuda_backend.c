@@ -154,29 +154,31 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   (872 M elements), NVFP4 is level (0.87x fused against 0.86x) and FP8 per tensor 0.88x against 0.83x.
  *   Not measured: fp16 activations on these weights (they take the tier where they take the WG variant)
  *   and weights between 235 M and 400 Mi elements.
- * - One split past four M tiles, and the fill rule (2026-12-04, forty-third session, calls 1-3; NVFP4, MXFP4
+ * - One split past four M tiles, and the fill rule (2026-12-04, forty-third session, calls 2-4; NVFP4, MXFP4
  *   and FP8 per tensor, the five default shapes). The fused path kept its small-M split of K at every M,
  *   so past M = 256 its partials made a DRAM round trip (at M = 2048, 200-250 MB each way on four of the
  *   five shapes). Forced to one split it was 1.1x-2.0x faster at M = 2048 (NVFP4 4096 x 14336 329.2
  *   against 657.9 us, 6144 x 18432 641.3 against 867.7, 8192 x 28672 1211.0 against 1469.1), so it runs
  *   one split past four M tiles where the M tiles alone make two waves (one_split_fits,
- *   kernels_mma_split.cuh). At one split its time goes by the waves of its grid, and where that grid fills
- *   its last wave (qmm__cuda_fused_fills, cuda_internal.h) it beats materialize: at M = 2048 on all five
- *   shapes (NVFP4 4096 x 14336 329.2 against 354.7, 14336 x 4096 360.5 against 371.9, 28672 x 8192 level,
- *   1365.0 and 1281.2 against 1308.0), at M = 1024 on 4096 x 14336 (158.1 against 189.5). So past the
+ *   kernels_mma_split.cuh). At one split its time goes by the waves of its grid, and where that
+ *   grid's rows of A fill its waves to 80% (qmm__cuda_fused_fills, cuda_internal.h) it beats
+ *   materialize: at M = 2048 on all five shapes (NVFP4 4096 x 14336 329.2 against 354.7, 14336 x
+ *   4096 360.5 against 371.9, 28672 x 8192 level, 1365.0 and 1281.2 against 1308.0), at M = 1024 on
+ *   4096 x 14336 (158.1 against 189.5). So past the
  *   tiers the fused path runs up to fused_fill_max_m where the rule holds. At M = 4096 materialize is
  *   level or faster on three shapes (14336 x 4096 690.6 against 738.4). Row m's bits now depend on M
  *   where the split rule starts (the split of K), as they do where a small workspace cuts the split.
  *   Checked with the rule (call 4, the dispatcher's own path): fused at M = 2048 on all five shapes,
  *   NVFP4 0.85x-1.03x of cuBLAS, FP8 per tensor 0.84x-1.04x, per channel 0.84x-1.00x; 6144 x 18432 stays
  *   materialize at 1024. Not measured: fp16 activations under the rule, MXFP4 through the dispatcher
- *   (forced: 0.94x-1.16x at 2048), and M between the measured points (the rule reads the waves there). */
+ *   (forced: 0.94x-1.16x at 2048), and M between the measured multiples of 256 (the rule's reading).
+ *   The rule counts rows since 061cf3a, not run on the GPU (the same at the measured points). */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m, fused_wg_max_m, fused_huge_elems, fused_huge_max_m;
     size_t fused_huge_channel_max_m; /* fused_huge_max_m for weights with channel scales (FP8 per channel); 0: the same */
     size_t fused_giant_elems, fused_giant_max_m; /* past the huge tier: weights of this many elements or more */
-    size_t fused_fill_max_m; /* past the tiers, fused up to this M where its one-split grid fills its waves */
+    size_t fused_fill_max_m; /* past the tiers, fused up to this M where its one-split grid's rows fill its waves */
 } qmm__cuda_threshold;
 static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
     {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 0, (size_t)400 << 20, 2048, 2048},
@@ -202,7 +204,7 @@ static qmm_path qmm__cuda_plan(const void *state, size_t m, qmm_dtype a_type, co
             if (wg && t->fused_giant_elems && elems >= t->fused_giant_elems && t->fused_giant_max_m > fused_max)
                 fused_max = t->fused_giant_max_m;
             if (m <= fused_max) return QMM_PATH_FUSED;
-            /* the fill rule: where the fused path's one-split grid fills its waves (qmm__cuda_fused_fills) */
+            /* the fill rule: where the rows of the fused path's one-split grid fill its waves (qmm__cuda_fused_fills) */
             if (wg && m <= t->fused_fill_max_m && st && qmm__cuda_fused_fills(w->n, m, st->sm_count)) return QMM_PATH_FUSED;
             return QMM_PATH_MATERIALIZE;
         }
