@@ -80,7 +80,7 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
 
 /* One split of K on the fused path (NB = 8, 64-row M tiles) past four M tiles where the M tiles alone
  * make two waves of 64-row tiles (two per SM): there the split's partials only cost, a DRAM round trip
- * of 2 x M x N x 4 bytes per split. On the H200 (BENCHMARKS.md, forty-third session, calls 1-2, NVFP4 and
+ * of 2 x M x N x 4 bytes per split. On the H200 (BENCHMARKS.md, forty-third session, calls 2-3, NVFP4 and
  * FP8 per tensor, one split forced against the default): at M = 2048 1.1x-2.0x faster on the four default
  * shapes that split (4096 x 14336 329.2 against 657.9 us), at M = 512 and 1024 faster on 15 of 16 rows
  * (6144 x 18432 NVFP4 at 1024: 458.8 against 419.6); at M = 256 slower on three of those four shapes
