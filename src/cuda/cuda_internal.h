@@ -71,9 +71,12 @@ static inline bool qmm__cuda_half_decode(qmm__cuda_encoding enc, int mx_half)
  * materialize was faster or level at every measured fill of 0.85 and more (0.85: 14336 x 4096 at M =
  * 512, 1024, 1536; 0.97 at M = 2048 on all five shapes) and slower at 0.48 and 0.73 (4096 x 14336 at
  * M = 512 and 1536, 6144 x 18432 at 1024 and 1536), except 6144 x 18432 at M = 512 (0.73, faster; left
- * out). The grid's time goes by its waves, whatever rows its last CTAs hold: 4096 x 14336 one split took
- * 158.1 us at M = 1024 (128 CTAs, one wave), 140.1 at 512 and 139.4 at 256 (64 and 32 CTAs, one wave),
- * 334.7 at 1536 (192, 1.45 waves). Hence the rows: at M = 257 a grid of two 256-row CTAs per strip group
+ * out). The rows at 0.73 ran 64-row CTAs, wg_cost's choice at one split there (kernels_mma_launch.cuh),
+ * which took 334.7 us on 4096 x 14336 at M = 1536 against 329.2 for 2048 rows in 256-row CTAs; by the
+ * waves of 256-row CTAs they would take about the next full grid's time, still more than materialize's.
+ * The grid's time goes by its waves, whatever rows its last CTAs hold: 4096 x 14336 one split took
+ * 158.1 us at M = 1024 (128 CTAs, one wave), 140.1 at 512 and 139.4 at 256 (64 and 32 CTAs, one wave).
+ * Hence the rows: at M = 257 a grid of two 256-row CTAs per strip group
  * takes what M = 512 takes, while materialize takes about half (not measured between multiples of 256). */
 static inline bool qmm__cuda_fused_fills(size_t n, size_t m, int sm_count)
 {
