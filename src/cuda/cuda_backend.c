@@ -166,8 +166,8 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
  *   4096 360.5 against 371.9, 28672 x 8192 level, 1365.0 and 1281.2 against 1308.0), at M = 1024 on
  *   4096 x 14336 (158.1 against 189.5). So past the tiers the fused path runs up to fused_fill_max_m
  *   where the rule holds. At M = 4096 materialize is level or faster on three shapes (14336 x 4096
- *   690.6 against 738.4). Row m's bits now depend on M
- *   where the split rule starts (the split of K), as they do where a small workspace cuts the split.
+ *   690.6 against 738.4). Row m's bits now depend on M where the split rule starts (the split of K),
+ *   as they do where a small workspace cuts the split.
  *   Checked with the rule (call 4, the dispatcher's own path): fused at M = 2048 on all five shapes,
  *   NVFP4 0.85x-1.03x of cuBLAS, FP8 per tensor 0.84x-1.04x, per channel 0.84x-1.00x; 6144 x 18432 stays
  *   materialize at 1024. Not measured: fp16 activations under the rule, MXFP4 through the dispatcher

@@ -76,14 +76,17 @@ static inline bool qmm__cuda_half_decode(qmm__cuda_encoding enc, int mx_half)
  * waves of 256-row CTAs they would take about the next full grid's time, still more than materialize's.
  * The grid's time goes by its waves, whatever rows its last CTAs hold: 4096 x 14336 one split took
  * 158.1 us at M = 1024 (128 CTAs, one wave), 140.1 at 512 and 139.4 at 256 (64 and 32 CTAs, one wave).
- * Hence the rows: at M = 257 a grid of two 256-row CTAs per strip group
- * takes what M = 512 takes, while materialize takes about half (not measured between multiples of 256). */
+ * Hence the rows: at M = 257 a grid of two 256-row CTAs per strip group takes what M = 512 takes, while
+ * materialize takes about half (not measured between multiples of 256). */
 static inline bool qmm__cuda_fused_fills(size_t n, size_t m, int sm_count)
 {
+    /* a strip group (QMM__STRIP weight rows per warp, eight warps: strip_groups) and the WG variant's
+     * tallest CTA (four 64-row M tiles) */
+    const size_t group_rows = 128, cta_rows = 256;
     if (sm_count <= 0 || n == 0 || m == 0) return false;
-    const size_t groups = (n + 127) / 128, ctas = groups * ((m + 255) / 256);
+    const size_t groups = (n + group_rows - 1) / group_rows, ctas = groups * ((m + cta_rows - 1) / cta_rows);
     const size_t slots = (ctas + (size_t)sm_count - 1) / (size_t)sm_count * (size_t)sm_count;
-    return 5 * groups * m >= 4 * 256 * slots;
+    return 5 * groups * m >= 4 * cta_rows * slots; /* groups x m / cta_rows >= 0.8 x slots */
 }
 
 /* What the epilogue's factor (alpha_fix, which holds the weight's 2^fix) is further multiplied by where an

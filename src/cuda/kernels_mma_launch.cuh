@@ -634,23 +634,25 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     static const int tall_knob = knob_int("QMM_CUDA_TALL", 1);
     /* QMM_CUDA_ONESPLIT=0 (a knob for benchmarks, not for use): no one-split rule (one_split_fits) */
     static const bool one_knob = knob_int("QMM_CUDA_ONESPLIT", 1) != 0;
-    const bool one = NB == 8 && forced_splits <= 0 && one_knob && one_split_fits(p.strips, p.mtiles, sm_count);
-    const bool pair_wanted = NB >= 2 && forced_splits <= 0 && pairs_knob && !one;
+    /* the split of K where it is fixed, with no pair mode, tall pairs or three-CTA GEMV: forced by
+     * QMM_CUDA_SPLITS, or one past four 64-row M tiles (one_split_fits); 0 where the rules below choose */
+    const int fixed_splits = forced_splits > 0 ? forced_splits
+                             : NB == 8 && one_knob && one_split_fits(p.strips, p.mtiles, sm_count) ? 1 : 0;
+    const bool pair_wanted = NB >= 2 && fixed_splits <= 0 && pairs_knob;
     const bool pair = pair_wanted && pair_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count);
-    const bool tall = !pair && !one && NB >= 2 && forced_splits <= 0 && tall_knob != 0 &&
+    const bool tall = !pair && NB >= 2 && fixed_splits <= 0 && tall_knob != 0 &&
                       tall_split<NB>(p, cfg::tiles_per_step, sm_count, partial_floats, counter_count, tall_knob == 2);
     const int cta_tiles = gemv_cta_tiles(ENC);
-    const int early_split = has_gemv_early<ENC, NB>() && forced_splits <= 0
+    const int early_split = has_gemv_early<ENC, NB>() && fixed_splits <= 0
                                 ? gemv_early_split(p.strips, p.chunks, cfg::tiles_per_step, sm_count, cta_tiles) : 0;
     if (!pair && !tall) {
-        int splits = forced_splits > 0 ? (forced_splits < p.chunks ? forced_splits : p.chunks)
-                     : one           ? 1
+        int splits = fixed_splits > 0 ? (fixed_splits < p.chunks ? fixed_splits : p.chunks)
                      : early_split > 0 ? early_split
                      : NB == 1 ? split_for(p.strips, p.chunks, cfg::tiles_per_step, sm_count, cta_tiles)
                                               : split_for_fused(p.strips, p.chunks, cfg::tiles_per_step, sm_count);
         const size_t mstride = p.m < cfg::rows ? (size_t)p.m : (size_t)cfg::rows;
-        /* a workspace too small for the partials: fewer splits (only then, and where a small workspace
-         * turns pair mode off, can a row's bits depend on M) */
+        /* a workspace too small for the partials: fewer splits (only then, where a small workspace turns
+         * pair mode off, and where one_split_fits starts, can a row's bits depend on M) */
         while (splits > 1 && ((size_t)p.mtiles * p.strips * splits * mstride * 16 > partial_floats ||
                               (size_t)p.mtiles * p.strips > counter_count))
             splits--;
