@@ -4,7 +4,7 @@
 # (nvidia-cuda-nvdisasm) into the ignored .tools/ on first use. Prints the functions whose mangled
 # names match REGEX, or with -c their counts of instructions by opcode.
 # Usage: scripts/sass.sh [-c] TU REGEX [NVCC_FLAGS...]
-#   e.g. scripts/sass.sh -c src/cuda/kernels_mma_nvfp4.cu mma_kernel_wgrs -DQMM_SM90A
+#   e.g. scripts/sass.sh -c src/cuda/kernels_mma_nvfp4.cu mma_kernel_wgrs -DQMM_CUDA_SM90A
 #        scripts/sass.sh --ensure   (only fetch nvdisasm; fails if it cannot)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -43,10 +43,20 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
         }
     }
     cudaStream_t s = static_cast<cudaStream_t>(stream);
+    const size_t pf = partial_floats, cc = counter_count;
     switch (w->enc) {
-    case QMM__ENC_NVFP4: return (int)launch_nvfp4(p, nb, form, sm_count, partial_floats, counter_count, s);
-    case QMM__ENC_MXFP4: return (int)launch_mxfp4(p, nb, form, sm_count, partial_floats, counter_count, s);
-    case QMM__ENC_FP8: return (int)launch_fp8(p, nb, form, sm_count, partial_floats, counter_count, s);
+    case QMM__ENC_NVFP4:
+        return (int)(form == kABf16       ? launch_nvfp4(p, nb, sm_count, pf, cc, s)
+                     : form == kAFp16Half ? launch_nvfp4_f16(p, nb, sm_count, pf, cc, s)
+                                          : cudaErrorInvalidValue);
+    case QMM__ENC_MXFP4:
+        return (int)(form == kABf16       ? launch_mxfp4(p, nb, sm_count, pf, cc, s)
+                     : form == kAFp16Half ? launch_mxfp4_f16(p, nb, sm_count, pf, cc, s)
+                                          : launch_mxfp4_split(p, nb, sm_count, pf, cc, s));
+    case QMM__ENC_FP8:
+        return (int)(form == kABf16       ? launch_fp8(p, nb, sm_count, pf, cc, s)
+                     : form == kAFp16Half ? launch_fp8_f16(p, nb, sm_count, pf, cc, s)
+                                          : cudaErrorInvalidValue);
     default: return (int)cudaErrorInvalidValue;
     }
 }

@@ -758,11 +758,21 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
  * kEncNvfp4Half; the caller scales alpha_fix by the change of fix). kernels_mma.cu decides it once. */
 enum a_form { kABf16, kAFp16Split, kAFp16Half };
 
-/* The entry points, one translation unit per encoding (kernels_mma_<enc>.cu, through
- * kernels_mma_launch.cuh): p's variant for nb rows of A per 8-row group and the form of A. */
-cudaError_t launch_nvfp4(const mma_params &p, int nb, a_form form, int sm, size_t pf, size_t cc, cudaStream_t s);
-cudaError_t launch_mxfp4(const mma_params &p, int nb, a_form form, int sm, size_t pf, size_t cc, cudaStream_t s);
-cudaError_t launch_fp8(const mma_params &p, int nb, a_form form, int sm, size_t pf, size_t cc, cudaStream_t s);
+/* The entry points: p's variant for nb rows of A per 8-row group. One translation unit per encoding and
+ * form of A, so that they compile in parallel (kernels_mma_<enc>.cu: bf16 A; kernels_mma_<enc>_f16.cu:
+ * fp16 A; each instantiates launch_nb of kernels_mma_launch.cuh). Only the forms that can be chosen are
+ * instantiated: with fp16 activations FP8 takes kEncFp8Half, NVFP4 kEncNvfp4Half, MXFP4 kEncMxfp4Half or
+ * the split (FP16A: two MMAs per product). The build waits for its slowest TU: one TU per encoding took
+ * 114-163 s to compile (nvcc 13.0, one core of the development VM, cicc about 40% and ptxas 60%), one per
+ * encoding and form 0.46-0.54 of that, with the same SASS in every kernel (BENCHMARKS.md, forty-fourth
+ * session). */
+cudaError_t launch_nvfp4(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
+cudaError_t launch_nvfp4_f16(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
+cudaError_t launch_mxfp4(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
+cudaError_t launch_mxfp4_f16(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
+cudaError_t launch_mxfp4_split(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
+cudaError_t launch_fp8(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
+cudaError_t launch_fp8_f16(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
 
 } // namespace qmm_mma
 

@@ -1,8 +1,8 @@
 /* The host side of the tensor-core kernels (kernels_mma.cuh), with the split of K per path in
  * kernels_mma_split.cuh: knob_int; launch_kernel;
  * a variant's setup once per device (setup_variant) and its launch (launch_variant, which picks WG,
- * WHOLE, PIPE or STEP; launch_wg; WHOLE's parts, whole_part); the tile height (launch_nb);
- * launch_encoding, the body of each encoding's entry point. Included by kernels_mma_<enc>.cu. */
+ * WHOLE, PIPE or STEP; launch_wg; WHOLE's parts, whole_part); the tile height (launch_nb), the body of
+ * each entry point. Included by kernels_mma_<enc>.cu and kernels_mma_<enc>_f16.cu. */
 #ifndef QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
 #define QMM_CUDA_KERNELS_MMA_LAUNCH_CUH
 
@@ -749,22 +749,6 @@ cudaError_t launch_nb(const mma_params &p, int nb, int sm, size_t pf, size_t cc,
     case 4: return launch_variant<ENC, FP16A, 4>(p, sm, pf, cc, s);
     default: return launch_variant<ENC, FP16A, 8>(p, sm, pf, cc, s);
     }
-}
-
-/* One encoding's entry point (kernels_mma_<enc>.cu): picks the variant for NB and the form of A
- * (kernels_mma.cu decides it). Only the forms that can be chosen are instantiated: with fp16
- * activations FP8 takes kEncFp8Half, NVFP4 kEncNvfp4Half, MXFP4 kEncMxfp4Half or the split (FP16A: two
- * MMAs per product). */
-template <int ENC>
-cudaError_t launch_encoding(const mma_params &p, int nb, a_form form, int sm, size_t pf, size_t cc, cudaStream_t s)
-{
-    if (form == kABf16) return launch_nb<ENC, false>(p, nb, sm, pf, cc, s);
-    if constexpr (ENC == QMM__ENC_FP8)
-        return form == kAFp16Half ? launch_nb<kEncFp8Half, false>(p, nb, sm, pf, cc, s) : cudaErrorInvalidValue;
-    else if constexpr (ENC == QMM__ENC_NVFP4)
-        return form == kAFp16Half ? launch_nb<kEncNvfp4Half, false>(p, nb, sm, pf, cc, s) : cudaErrorInvalidValue;
-    else
-        return form == kAFp16Half ? launch_nb<kEncMxfp4Half, false>(p, nb, sm, pf, cc, s) : launch_nb<ENC, true>(p, nb, sm, pf, cc, s);
 }
 
 } // namespace qmm_mma

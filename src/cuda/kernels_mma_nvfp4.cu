@@ -1,10 +1,11 @@
-/* The nvfp4 variants of the tensor-core kernels (kernels_mma.cuh, launched by kernels_mma_launch.cuh),
- * one translation unit per encoding so they compile in parallel. */
+/* The tensor-core kernels' variants for NVFP4 weights against bf16 activations (kernels_mma.cuh, launched
+ * by kernels_mma_launch.cuh): one translation unit per encoding and form of A, so that they compile in
+ * parallel. */
 #include "kernels_mma_launch.cuh"
 
 namespace qmm_mma {
-cudaError_t launch_nvfp4(const mma_params &p, int nb, a_form form, int sm, size_t pf, size_t cc, cudaStream_t s)
+cudaError_t launch_nvfp4(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s)
 {
-    return launch_encoding<QMM__ENC_NVFP4>(p, nb, form, sm, pf, cc, s);
+    return launch_nb<QMM__ENC_NVFP4, false>(p, nb, sm, pf, cc, s);
 }
 } // namespace qmm_mma
