@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The weight rings' invariant in the compiled kernels (src/cuda/README.md, "Weight rings"): no weight or
 # scale load of a tensor-core kernel is copied into a ring slot by a register move, which would wait for
-# the load and leave one tile in flight. Compiles each encoding's kernels (both forms of A) for sm_90a, disassembles them
-# (nvdisasm from NVIDIA's PyPI wheel, fetched by scripts/sass.sh) and runs scripts/ring_moves.py.
+# the load and leave one tile in flight. Compiles each encoding's kernels (both forms of A) for sm_90a,
+# disassembles them (nvdisasm from NVIDIA's PyPI wheel, fetched by scripts/sass.sh) and runs
+# scripts/ring_moves.py.
 # Exit 77 (skipped) where nvdisasm cannot be fetched.
 set -uo pipefail
 cd "$(dirname "$0")/.."

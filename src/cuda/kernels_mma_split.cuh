@@ -83,8 +83,8 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
  * of 2 x M x N x 4 bytes per split. On the H200 (BENCHMARKS.md, forty-third session, calls 2-3, NVFP4 and
  * FP8 per tensor, one split forced against the default): at M = 2048 1.1x-2.0x faster on the four default
  * shapes that split (4096 x 14336 329.2 against 657.9 us), at M = 512 and 1024 faster on 15 of 16 rows
- * (6144 x 18432 NVFP4 at 1024: 458.8 against 419.6); at M = 256 slower on three of those four shapes
- * (4096 x 14336 139.4 against 74.1: 32 strip groups fill no wave), hence the four M tiles and the two
+ * (slower: 6144 x 18432 NVFP4 at 1024, 458.8 against 419.6); at M = 256 slower on three of those four
+ * shapes (4096 x 14336 139.4 against 74.1: 32 strip groups fill no wave), hence the four M tiles and two
  * waves. The split then depends on M: row m's bits differ on either side of the first M where the rule
  * holds (M = 257 on 8192 x K, 1025 on 2048 x K), as they do where a small workspace cuts the split;
  * batch invariance holds on each side (test_cuda). */
