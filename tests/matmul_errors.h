@@ -25,6 +25,12 @@ static inline void check_matmul_argument_errors(qmm_context *ctx, const qmm_weig
     CHECK_STATUS(qmm_matmul(ctx, m, F, a, k, w, F, c, n - 1, NULL), QMM_ERR_INVALID_STRIDE);
     CHECK_STATUS(qmm_matmul(ctx, SIZE_MAX / 4, F, a, k, w, F, c, n, NULL), QMM_ERR_SIZE_OVERFLOW);
     CHECK_STATUS(qmm_matmul(ctx, SIZE_MAX / 8, F, a, k, w, F, c, n, NULL), QMM_ERR_SIZE_OVERFLOW);
+    /* strides that no buffer can span: two rows 2^61 elements apart are 2^63 bytes of fp32 */
+    if (m >= 2) {
+        CHECK_STATUS(qmm_matmul(ctx, 2, F, a, k, w, F, c, (size_t)1 << 61, NULL), QMM_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(qmm_matmul(ctx, 2, F, a, (size_t)1 << 61, w, F, c, n, NULL), QMM_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(qmm_matmul(ctx, 2, F, a, k, w, F, c, (size_t)3 << 60, NULL), QMM_ERR_INVALID_ARGUMENT);
+    }
     CHECK_STATUS(qmm_matmul(ctx, m, F, a, k, w, F, a + 8, n, NULL), QMM_ERR_INVALID_ARGUMENT); /* C overlaps A */
     CHECK_STATUS(qmm_matmul(ctx, m, F, a, k, w, F, a + 4, n, NULL), QMM_ERR_INVALID_ARGUMENT);
     qmm_epilogue e;

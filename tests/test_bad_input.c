@@ -112,6 +112,9 @@ static void test_quantize_bad(void)
         CHECK_STATUS(qmm_quantize(f == QMM_FORMAT_NVFP4 ? QMM_RECIPE_MXFP4_FLOOR : QMM_RECIPE_NVFP4_MODELOPT, QMM_DTYPE_FP32, src, K, &w), QMM_ERR_UNSUPPORTED);
         CHECK_STATUS(qmm_quantize(QMM_RECIPE_DEFAULT, QMM_DTYPE_FP32, src, K - 1, &w), QMM_ERR_INVALID_STRIDE);
         CHECK_STATUS(qmm_quantize(QMM_RECIPE_DEFAULT, QMM_DTYPE_FP32, src, SIZE_MAX / 2, &w), QMM_ERR_SIZE_OVERFLOW);
+        /* a span that fits size_t but no buffer: more than PTRDIFF_MAX bytes */
+        CHECK_STATUS(qmm_quantize(QMM_RECIPE_DEFAULT, QMM_DTYPE_FP32, src, (SIZE_MAX / 4 - K) / (N - 1), &w),
+                     QMM_ERR_INVALID_ARGUMENT);
         /* non-finite weights anywhere: first, middle, last; NaN and both infinities */
         const size_t where[3] = {0, N * K / 2 + 3, N * K - 1};
         const float bad[3] = {NAN, INFINITY, -INFINITY};
@@ -172,6 +175,7 @@ static void test_validate_and_dequantize_bad(void)
     CHECK_STATUS(qmm_dequantize(&w, 0, QMM_DTYPE_FP16, out, K), QMM_ERR_UNSUPPORTED);
     CHECK_STATUS(qmm_dequantize(&w, 0, QMM_DTYPE_FP32, out, K - 1), QMM_ERR_INVALID_STRIDE);
     CHECK_STATUS(qmm_dequantize(&w, 0, QMM_DTYPE_FP32, out, SIZE_MAX / 2), QMM_ERR_SIZE_OVERFLOW);
+    CHECK_STATUS(qmm_dequantize(&w, 0, QMM_DTYPE_FP32, out, (SIZE_MAX / 4 - K) / (N - 1)), QMM_ERR_INVALID_ARGUMENT);
     qmm_weight b = w;
     b.tensor_scale = NAN;
     CHECK_STATUS(qmm_weight_validate(&b), QMM_ERR_INVALID_WEIGHT);

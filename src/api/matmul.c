@@ -1,5 +1,6 @@
 /* qmm_matmul: argument checks shared by every backend, then the dispatcher's choice of path. */
 #include <math.h>
+#include <stdint.h>
 
 #include "../core/error.h"
 #include "../core/format.h"
@@ -37,14 +38,6 @@ static qmm_status qmm__check_weight(const char *fn, const qmm_context *ctx, cons
         return qmm__fail(QMM_ERR_INVALID_WEIGHT, "%s: the descriptor (format %d, %zu x %zu) no longer matches its "
                          "prepared copy (format %d, %zu x %zu)", fn, (int)w->format, w->n, w->k, (int)p->format, p->n, p->k);
     return QMM_OK;
-}
-
-/* Bytes spanned by `rows` rows of `cols` elements at stride `ld`; false on overflow. */
-static bool qmm__span_bytes(size_t rows, size_t cols, size_t ld, size_t elem, size_t *out)
-{
-    size_t s;
-    if (!qmm__mul_size(rows - 1, ld, &s) || s > (size_t)-1 - cols) return false;
-    return qmm__mul_size(s + cols, elem, out);
 }
 
 /* An activation type the backend of ctx takes. */
@@ -85,10 +78,10 @@ qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, const void *
     if (lda < k) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: lda = %zu is shorter than k = %zu", fn, lda, k);
     if (ldc < n) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: ldc = %zu is shorter than n = %zu", fn, ldc, n);
     size_t a_bytes, c_bytes;
-    if (!qmm__span_bytes(m, k, lda, qmm__dtype_size(a_type), &a_bytes) ||
-        !qmm__span_bytes(m, n, ldc, qmm__dtype_size(c_type), &c_bytes))
-        return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "%s: m = %zu rows of A or C overflow size_t", fn, m);
-    const char *ab = a, *cb = c;
+    QMM__TRY(qmm__matrix_span(fn, "A", a, m, k, lda, qmm__dtype_size(a_type), &a_bytes));
+    QMM__TRY(qmm__matrix_span(fn, "C", c, m, n, ldc, qmm__dtype_size(c_type), &c_bytes));
+    /* integer addresses: neither sum wraps (qmm__matrix_span), and no pointer leaves its buffer */
+    const uintptr_t ab = (uintptr_t)a, cb = (uintptr_t)c;
     if (ab < cb + c_bytes && cb < ab + a_bytes) return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: C overlaps A", fn);
 
     qmm__matmul_args x = {.m = m, .n = n, .k = k, .a_type = a_type, .a = a, .lda = lda, .w = w,

@@ -57,8 +57,7 @@ qmm_status qmm_dequantize(const qmm_weight *w, unsigned flags, qmm_dtype dst_typ
     if (dst_stride < w->k)
         return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: output row stride %zu is shorter than k = %zu", fn, dst_stride, w->k);
     size_t span;
-    if (!qmm__mul_size(w->n - 1, dst_stride, &span) || span > (size_t)-1 / 4 - w->k)
-        return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "%s: %zu rows of stride %zu overflow size_t", fn, w->n, dst_stride);
+    QMM__TRY(qmm__matrix_span(fn, "the output", dst, w->n, w->k, dst_stride, qmm__dtype_size(dst_type), &span));
     float *row = malloc(w->k * sizeof(float));
     if (!row) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: cannot allocate a row of %zu floats", fn, w->k);
 

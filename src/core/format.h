@@ -20,6 +20,11 @@ static inline size_t qmm__dtype_size(qmm_dtype t)
     return t == QMM_DTYPE_FP32 ? 4 : (t == QMM_DTYPE_BF16 || t == QMM_DTYPE_FP16) ? 2 : 0;
 }
 
+/* The recipe that quantizes to `format`: QMM_RECIPE_DEFAULT becomes the format's default (NVFP4
+ * modelopt, MXFP4 floor, FP8 amax). Errors: QMM_ERR_INVALID_ENUM (unknown recipe), QMM_ERR_UNSUPPORTED
+ * (a recipe of another format). Defined in quantize.c. */
+qmm_status qmm__recipe_resolve(const char *fn, qmm_format format, qmm_recipe *recipe);
+
 /* Reads element i of a FP32 / BF16 / FP16 array as fp32 (exact). */
 float qmm__load_float(qmm_dtype t, const void *p, size_t i);
 

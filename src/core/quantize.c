@@ -133,10 +133,10 @@ static void qmm__quantize_fp8_row(const float *row, size_t k, float s, uint8_t *
     for (size_t i = 0; i < k; i++) out[i] = qmm__fp32_to_e4m3(row[i] / s);
 }
 
-static qmm_status qmm__check_recipe(qmm_recipe *recipe, qmm_format format)
+qmm_status qmm__recipe_resolve(const char *fn, qmm_format format, qmm_recipe *recipe)
 {
     if ((int)*recipe < QMM_RECIPE_DEFAULT || (int)*recipe > QMM_RECIPE_FP8_AMAX)
-        return qmm__fail(QMM_ERR_INVALID_ENUM, "qmm_quantize: unknown recipe %d", (int)*recipe);
+        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: unknown recipe %d", fn, (int)*recipe);
     qmm_recipe r = *recipe;
     bool ok;
     switch (format) {
@@ -157,7 +157,7 @@ static qmm_status qmm__check_recipe(qmm_recipe *recipe, qmm_format format)
         break;
     }
     if (!ok)
-        return qmm__fail(QMM_ERR_UNSUPPORTED, "qmm_quantize: recipe '%s' does not apply to %s", qmm_recipe_name(r),
+        return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: recipe '%s' does not apply to %s", fn, qmm_recipe_name(r),
                          qmm__format_traits(format)->name);
     *recipe = r;
     return QMM_OK;
@@ -172,14 +172,13 @@ qmm_status qmm_quantize(qmm_recipe recipe, qmm_dtype src_type, const void *src, 
         return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: source type %d is not fp32, bf16 or fp16", fn, (int)src_type);
     qmm_weight_size size = {0};
     QMM__TRY(qmm__weight_size(fn, dst->format, dst->scale_layout, dst->n, dst->k, &size));
-    QMM__TRY(qmm__check_recipe(&recipe, dst->format));
+    QMM__TRY(qmm__recipe_resolve(fn, dst->format, &recipe));
     if (dst->scale_layout != QMM_SCALE_LAYOUT_CANONICAL)
         return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: quantizers write the canonical scale layout only", fn);
     const size_t n = dst->n, k = dst->k;
     if (src_stride < k) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: source row stride %zu is shorter than k = %zu", fn, src_stride, k);
     size_t span;
-    if (!qmm__mul_size(n - 1, src_stride, &span) || span > (size_t)-1 - k)
-        return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "%s: %zu rows of stride %zu overflow size_t", fn, n, src_stride);
+    QMM__TRY(qmm__matrix_span(fn, "the source", src, n, k, src_stride, qmm__dtype_size(src_type), &span));
     if (!dst->data) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst->data is NULL", fn);
     if (dst->data_bytes < size.data_bytes)
         return qmm__fail(QMM_ERR_BUFFER_TOO_SMALL, "%s: dst->data holds %zu bytes, %zu needed", fn, dst->data_bytes, size.data_bytes);

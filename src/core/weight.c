@@ -1,11 +1,27 @@
 /* Weight descriptors: size queries, set-up, the convenience allocator and validation. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "error.h"
 #include "format.h"
 #include "prepared.h"
 #include "weight.h"
+
+qmm_status qmm__matrix_span(const char *fn, const char *what, const void *p, size_t rows, size_t cols, size_t ld,
+                            size_t elem, size_t *bytes)
+{
+    size_t s = 0, b;
+    if (rows > 0 && (!qmm__mul_size(rows - 1, ld, &s) || s > (size_t)-1 - cols || !qmm__mul_size(s + cols, elem, &b)))
+        return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "%s: %zu rows of %s at a stride of %zu overflow size_t", fn, rows, what, ld);
+    if (rows == 0) b = 0;
+    /* pointer arithmetic is defined within one object, and no object is larger than PTRDIFF_MAX */
+    if (b > (size_t)PTRDIFF_MAX || (uintptr_t)p > UINTPTR_MAX - b)
+        return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: %zu rows of %s at a stride of %zu span %zu bytes, more than any "
+                         "buffer at that address can hold", fn, rows, what, ld, b);
+    *bytes = b;
+    return QMM_OK;
+}
 
 static size_t qmm__round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 

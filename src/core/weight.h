@@ -11,4 +11,11 @@ qmm_status qmm__weight_validate(const char *fn, const qmm_weight *w);
 qmm_status qmm__weight_size(const char *fn, qmm_format format, qmm_scale_layout layout, size_t n, size_t k,
                             qmm_weight_size *out);
 
+/* The bytes spanned by `rows` rows of `cols` elements of `elem` bytes at a stride of `ld` elements,
+ * starting at p, into *bytes. Errors: QMM_ERR_SIZE_OVERFLOW (the product overflows size_t),
+ * QMM_ERR_INVALID_ARGUMENT (a span no buffer can hold: past PTRDIFF_MAX bytes, or past the end of the
+ * address space from p). `what` names the buffer in the message. */
+qmm_status qmm__matrix_span(const char *fn, const char *what, const void *p, size_t rows, size_t cols, size_t ld,
+                            size_t elem, size_t *bytes);
+
 #endif
