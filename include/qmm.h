@@ -70,7 +70,9 @@ typedef enum qmm_status {
     QMM_ERR_EXISTS = 18,             /* an output file exists and overwriting was not asked for */
     QMM_ERR_INVALID_ARGUMENT = 19,   /* an argument is invalid in a way no code above names */
     QMM_ERR_INVALID_WEIGHT = 20,     /* a weight descriptor is inconsistent (format, buffers, scales) */
-    QMM_ERR_INTERNAL = 21            /* a bug in qmm: please report it */
+    QMM_ERR_INTERNAL = 21,           /* a bug in qmm: please report it */
+    QMM_ERR_UNSAFE_OUTPUT = 22       /* an output path would replace, modify or sit beside an input file,
+                                        or names something qmm does not write (device, FIFO, socket) */
 } qmm_status;
 
 /* A fixed English description of a status code (static storage; never NULL, also for unknown codes). */
@@ -79,8 +81,16 @@ QMM_API const char *qmm_status_string(qmm_status status);
 /* A description of the last failure of a qmm function in the calling thread, with the names and values
  * involved ("qmm_quantize: row stride 100 is shorter than k = 128"). The text stays valid until the next
  * qmm call in the same thread; it is "" when no call has failed in this thread yet. Successful calls do
- * not clear it. Never NULL. */
+ * not clear it. Never NULL. It is safe to print: control characters and bytes that are not UTF-8 (from
+ * names read out of files) appear escaped as \xNN, C1 controls as \u00NN. */
 QMM_API const char *qmm_last_error(void);
+
+/* Copies text into out (cap bytes, always NUL-terminated when cap > 0, cut between characters) with
+ * every byte that a terminal could act on escaped: C0 controls and DEL as \xNN, C1 controls (U+0080 to
+ * U+009F) as \u00NN, bytes that are not part of valid UTF-8 as \xNN; other UTF-8 is kept. For
+ * printing names read from files (tensor names, metadata). Returns out ("" when out is NULL or cap is
+ * 0); text NULL reads as "(null)". */
+QMM_API const char *qmm_text_escape(const char *text, char *out, size_t cap);
 
 /* ------------------------------------------------------------------------------------------------
  * Scalar conversions. Exact, bit-for-bit the same on every platform and backend.

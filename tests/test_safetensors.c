@@ -391,6 +391,45 @@ static void test_files(void)
         qmm_safetensors_close(f);
     }
     free(b);
+    /* not regular files: refused at once, a FIFO's open does not wait for a writer */
+    f = SENTINEL;
+    CHECK(mkfifo(io_path("fifo.safetensors"), 0644) == 0, "mkfifo");
+    CHECK_STATUS(qmm_safetensors_open(io_path("fifo.safetensors"), &f), QMM_ERR_IO);
+    CHECK_STATUS(qmm_safetensors_open("/dev/null", &f), QMM_ERR_IO);
+    mkdir(io_path("fifodir"), 0755);
+    snprintf(p, sizeof p, "%s/fifodir/model.safetensors", io_dir);
+    CHECK(mkfifo(p, 0644) == 0, "mkfifo");
+    CHECK_STATUS(qmm_safetensors_open(io_path("fifodir"), &f), QMM_ERR_IO);
+    CHECK(f == SENTINEL, "nothing written on failure");
+}
+
+/* Messages and qmm_text_escape(): nothing a terminal acts on gets through. */
+static void test_escaped_text(void)
+{
+    qmm_safetensors *f = SENTINEL;
+    CHECK_STATUS(qmm_safetensors_open(io_path("no\x1b[2Jsuch\a\xc2\x9b.safetensors"), &f), QMM_ERR_NOT_FOUND);
+    const char *e = qmm_last_error();
+    CHECK(strstr(e, "no\\x1b[2Jsuch\\x07\\u009b.safetensors") != NULL, "the name escaped in the message: %s", e);
+    for (const unsigned char *c = (const unsigned char *)e; *c; c++) CHECK(*c >= 0x20 && *c != 0x7f, "byte 0x%02x", *c);
+    static const struct { const char *in, *out; } cases[] = {
+        {"plain", "plain"},
+        {"tab\there", "tab\\x09here"},
+        {"\x7f", "\\x7f"},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"}, /* UTF-8 kept */
+        {"\xc2\x85\xc2\x9f\xc2\xa0", "\\u0085\\u009f\xc2\xa0"},   /* C1 controls escaped, U+00A0 kept */
+        {"\x9b\xff\xc0\xaf", "\\x9b\\xff\\xc0\\xaf"},            /* bytes that are not UTF-8 */
+        {"\xe0\x80\xaf\xed\xa0\x80", "\\xe0\\x80\\xaf\\xed\\xa0\\x80"}, /* overlong, surrogate */
+        {"\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"},              /* past U+10FFFF */
+        {"cut\xe2\x82", "cut\\xe2\\x82"},                              /* a sequence cut short */
+    };
+    char buf[64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(strcmp(qmm_text_escape(cases[i].in, buf, sizeof buf), cases[i].out) == 0, "case %zu: '%s'", i, buf);
+    CHECK(strcmp(qmm_text_escape(NULL, buf, sizeof buf), "(null)") == 0, "NULL text");
+    CHECK(strcmp(qmm_text_escape("abc", NULL, 4), "") == 0 && strcmp(qmm_text_escape("abc", buf, 0), "") == 0, "no room");
+    /* cut between characters, never inside an escape or a UTF-8 sequence */
+    CHECK(strcmp(qmm_text_escape("ab\x1b", buf, 6), "ab") == 0, "an escape that does not fit: '%s'", buf);
+    CHECK(strcmp(qmm_text_escape("a\xe2\x82\xac", buf, 4), "a") == 0, "a character that does not fit: '%s'", buf);
 }
 
 int main(void)
@@ -403,6 +442,7 @@ int main(void)
     test_writer_round_trip();
     test_sharded();
     test_files();
+    test_escaped_text();
     io_remove_tree(io_dir);
     return harness_end("test_safetensors");
 }

@@ -1,5 +1,6 @@
 /* Paths, bounded whole-file reads and atomic writes for the io layer. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -43,12 +44,32 @@ bool qmm__path_exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
-qmm_status qmm__read_file(const char *fn, const char *path, size_t max, char **text, size_t *len)
+qmm_status qmm__open_regular(const char *fn, const char *path, int *fd)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; it changes nothing
+     * for the regular files that are read here */
+    int d = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (d < 0)
         return qmm__fail(errno == ENOENT ? QMM_ERR_NOT_FOUND : QMM_ERR_IO, "%s: cannot open '%s': %s", fn, path,
                          strerror(errno));
+    struct stat st;
+    if (fstat(d, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(d);
+        return qmm__fail(QMM_ERR_IO, "%s: '%s' is not a regular file", fn, path);
+    }
+    *fd = d;
+    return QMM_OK;
+}
+
+qmm_status qmm__read_file(const char *fn, const char *path, size_t max, char **text, size_t *len)
+{
+    int fd;
+    QMM__TRY(qmm__open_regular(fn, path, &fd));
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return qmm__fail(QMM_ERR_IO, "%s: cannot read '%s': %s", fn, path, strerror(errno));
+    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap + 1);
     qmm_status st = QMM_OK;

@@ -19,6 +19,11 @@ char *qmm__path_dirname(const char *path);
 /* True when path exists (as anything). */
 bool qmm__path_exists(const char *path);
 
+/* Opens path read-only as a regular file: a FIFO, device, socket or folder is refused without
+ * blocking (the open does not wait for a FIFO's writer). *fd is the open descriptor.
+ * Errors: QMM_ERR_NOT_FOUND, QMM_ERR_IO (cannot open, or not a regular file). */
+qmm_status qmm__open_regular(const char *fn, const char *path, int *fd);
+
 /* Reads the whole file into a malloc'd, NUL-terminated buffer. Errors: QMM_ERR_NOT_FOUND, QMM_ERR_IO,
  * QMM_ERR_MALFORMED (larger than max bytes), QMM_ERR_OUT_OF_MEMORY. */
 qmm_status qmm__read_file(const char *fn, const char *path, size_t max, char **text, size_t *len);

@@ -36,14 +36,12 @@ void qmm_safetensors_close(qmm_safetensors *f)
 /* Maps a whole file read-only. */
 static qmm_status qmm__st_map(const char *fn, const char *path, qmm__st_shard *sh)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return qmm__fail(errno == ENOENT ? QMM_ERR_NOT_FOUND : QMM_ERR_IO, "%s: cannot open '%s': %s", fn, path,
-                         strerror(errno));
+    int fd;
+    QMM__TRY(qmm__open_regular(fn, path, &fd));
     struct stat stb;
-    if (fstat(fd, &stb) != 0 || !S_ISREG(stb.st_mode)) {
+    if (fstat(fd, &stb) != 0) {
         close(fd);
-        return qmm__fail(QMM_ERR_IO, "%s: '%s' is not a regular file", fn, path);
+        return qmm__fail(QMM_ERR_IO, "%s: cannot stat '%s': %s", fn, path, strerror(errno));
     }
     if ((unsigned long long)stb.st_size > (size_t)-1) {
         close(fd);
@@ -238,6 +236,8 @@ static qmm_status qmm__st_open_path(const char *fn, const char *path, qmm_safete
     if (stat(path, &stb) != 0)
         return qmm__fail(errno == ENOENT ? QMM_ERR_NOT_FOUND : QMM_ERR_IO, "%s: cannot open '%s': %s", fn, path,
                          strerror(errno));
+    if (!S_ISDIR(stb.st_mode) && !S_ISREG(stb.st_mode))
+        return qmm__fail(QMM_ERR_IO, "%s: '%s' is neither a regular file nor a folder", fn, path);
     if (S_ISDIR(stb.st_mode)) {
         static const char *const candidates[] = {"model.safetensors.index.json", "model.safetensors"};
         for (int c = 0; c < 2; c++) {
