@@ -763,6 +763,72 @@ QMM_API qmm_status qmm_checkpoint_weight_info(const qmm_safetensors *f, const ch
  * QMM_ERR_OUT_OF_MEMORY. */
 QMM_API qmm_status qmm_checkpoint_weight_load(const qmm_safetensors *f, const char *name, size_t index, qmm_weight *out);
 
+/* Progress of qmm_checkpoint_quantize(), given to its callback on the calling thread after each
+ * tensor it quantizes (done counts them) and once at the start (done = 0). */
+typedef struct qmm_checkpoint_progress {
+    size_t done;       /* tensors quantized so far */
+    size_t total;      /* tensors the run quantizes */
+    const char *name;  /* the tensor quantized last ("" at the start); valid during the callback */
+} qmm_checkpoint_progress;
+
+typedef void (*qmm_checkpoint_progress_fn)(void *user, const qmm_checkpoint_progress *progress);
+
+/* Options of qmm_checkpoint_quantize(); qmm_checkpoint_quantize_options_init() sets the defaults. */
+typedef struct qmm_checkpoint_quantize_options {
+    qmm_format format;                   /* NVFP4, MXFP4, FP8_TENSOR or FP8_CHANNEL (no default) */
+    qmm_recipe recipe;                   /* default QMM_RECIPE_DEFAULT: the format's default recipe */
+    const char *const *exclude;          /* POSIX extended regular expressions: a tensor whose whole name
+                                            matches one is copied unquantized (NULL when exclude_count is 0) */
+    size_t exclude_count;                /* at most 64 */
+    int threads;                         /* tensors quantized at once, 1 to 64; 0 (default): the online
+                                            cores, at most 16. The output is the same for every value. */
+    unsigned flags;                      /* QMM_WRITE_OVERWRITE: replace outputs that exist (default 0) */
+    qmm_checkpoint_progress_fn progress; /* may be NULL (default) */
+    void *progress_user;                 /* passed to progress */
+} qmm_checkpoint_quantize_options;
+
+/* What a run of qmm_checkpoint_quantize() did. */
+typedef struct qmm_checkpoint_quantize_result {
+    size_t tensors;      /* tensors in the input */
+    size_t quantized;    /* of them, quantized */
+    size_t unquantized;  /* 2-D float weights named *.weight left as they are (excluded, empty, odd K) */
+    uint64_t bytes_in;   /* bytes of the input's tensors */
+    uint64_t bytes_out;  /* bytes of the output's tensors */
+    qmm_recipe recipe;   /* the recipe used (QMM_RECIPE_DEFAULT resolved) */
+} qmm_checkpoint_quantize_result;
+
+/* Sets *o to the defaults above (format 0: the caller must choose one). */
+QMM_API void qmm_checkpoint_quantize_options_init(qmm_checkpoint_quantize_options *o);
+
+/* Quantizes every 2-D Linear weight of the safetensors checkpoint `src` (a tensor named *.weight with two
+ * dimensions, F32, F16 or BF16) to o->format and copies every other tensor unchanged. Embeddings, norms,
+ * lm_head and mixture-of-experts routers stay as they are (names matching
+ * (^|\.)(lm_head|gate|router|wte|wpe|[^.]*(embed|norm|ln_)[^.]*)\.weight$, case-insensitively), as do
+ * weights with an odd K in the 4-bit formats. Output tensors keep the source names with the suffixes of
+ * qmm_safetensors_writer_add_weight().
+ *   src a .safetensors file: dst is a file; hf_quant_config.json, and config.json with its
+ *     quantization_config (when src's folder has a config.json), are written beside dst.
+ *   src a folder or its model.safetensors.index.json: dst is a folder that gets the same shards, a new
+ *     index (when src has one), hf_quant_config.json, config.json (when src has one) and a copy of every
+ *     other file and folder of src (not those whose names start with '.').
+ * The input is never touched. Before anything is written the run refuses, with QMM_ERR_UNSAFE_OUTPUT and
+ * both paths in the message, an output that is an input file under any name (a symbolic or hard link,
+ * "..": files are compared by device and inode), a dst folder that is src's folder, lies inside it or
+ * contains it, a single-file output in the input file's own folder (where its config files would go),
+ * and an output that exists as anything but a regular file (or a folder where a folder is written).
+ * Without QMM_WRITE_OVERWRITE an existing output fails with QMM_ERR_EXISTS. Everything is written into a
+ * hidden folder inside the output folder and moved into place only when all of it is written, so a run
+ * that fails (a weight with a NaN, a full disk) leaves nothing behind and existing outputs as they were;
+ * the output folder (one level) is made when missing and removed again on failure.
+ * result may be NULL. Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM (format, recipe),
+ * QMM_ERR_INVALID_ARGUMENT (an empty path, a bad regular expression, threads or exclude_count out of
+ * range, unknown flags, an input without tensors, a loop of folder links in src), QMM_ERR_UNSUPPORTED (a
+ * recipe of another format), QMM_ERR_UNSAFE_OUTPUT, QMM_ERR_EXISTS, QMM_ERR_NOT_FOUND, QMM_ERR_IO,
+ * QMM_ERR_MALFORMED (src is not a valid checkpoint), QMM_ERR_NON_FINITE (a weight holds NaN or an
+ * infinity; the message names it), QMM_ERR_OUT_OF_MEMORY. */
+QMM_API qmm_status qmm_checkpoint_quantize(const char *src, const char *dst, const qmm_checkpoint_quantize_options *o,
+                                           qmm_checkpoint_quantize_result *result);
+
 /* What a checkpoint folder says about its quantization. */
 typedef struct qmm_quant_config {
     qmm_format format;      /* NVFP4, MXFP4 or FP8_TENSOR */

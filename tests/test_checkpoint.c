@@ -22,6 +22,13 @@ static int same_weight(const qmm_weight *a, const qmm_weight *b)
     return t.global_scale != QMM_GLOBAL_SCALE_TENSOR || harness_bits(a->tensor_scale) == harness_bits(b->tensor_scale);
 }
 
+static void count_progress(void *user, const qmm_checkpoint_progress *p)
+{
+    int *calls = user;
+    CHECK(p->total == 1 && p->done == (size_t)*calls && p->name != NULL, "progress %zu of %zu", p->done, p->total);
+    ++*calls;
+}
+
 static void test_round_trip_formats(void)
 {
     static const qmm_format formats[] = {QMM_FORMAT_NVFP4, QMM_FORMAT_MXFP4, QMM_FORMAT_FP8_TENSOR, QMM_FORMAT_FP8_CHANNEL,
@@ -279,6 +286,58 @@ static void test_quant_config(void)
     CHECK_STATUS(qmm_quant_config_read(dir, &c), QMM_ERR_MALFORMED);
 }
 
+/* qmm_checkpoint_quantize's argument checks; the command line's hostile cases are in tool/check_hostile.sh. */
+static void test_quantize_arguments(void)
+{
+    qmm_checkpoint_quantize_options o;
+    qmm_checkpoint_quantize_options_init(&o);
+    CHECK(o.format == 0 && o.recipe == QMM_RECIPE_DEFAULT && o.threads == 0 && o.flags == 0 && !o.progress, "defaults");
+    qmm_checkpoint_quantize_result r;
+    memset(&r, 0xff, sizeof r);
+    const char *in = io_path("args_in.safetensors"), *out = io_path("args_out/q.safetensors");
+    const float w[4 * 32] = {0.5f};
+    qmm_safetensors_writer *wr;
+    CHECK_OK(qmm_safetensors_writer_create(in, 0, &wr));
+    CHECK_OK(qmm_safetensors_writer_add(wr, "l.weight", QMM_ST_F32, 2, (const size_t[2]){4, 32}, w, sizeof w));
+    CHECK_OK(qmm_safetensors_writer_finish(wr));
+    o.format = QMM_FORMAT_NVFP4;
+    CHECK_STATUS(qmm_checkpoint_quantize(NULL, out, &o, &r), QMM_ERR_NULL_POINTER);
+    CHECK_STATUS(qmm_checkpoint_quantize(in, NULL, &o, &r), QMM_ERR_NULL_POINTER);
+    CHECK_STATUS(qmm_checkpoint_quantize(in, out, NULL, &r), QMM_ERR_NULL_POINTER);
+    CHECK_STATUS(qmm_checkpoint_quantize(in, "", &o, &r), QMM_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(qmm_checkpoint_quantize("", out, &o, &r), QMM_ERR_INVALID_ARGUMENT);
+    o.format = QMM_FORMAT_BF16;
+    CHECK_STATUS(qmm_checkpoint_quantize(in, out, &o, &r), QMM_ERR_INVALID_ENUM);
+    o.format = (qmm_format)9;
+    CHECK_STATUS(qmm_checkpoint_quantize(in, out, &o, &r), QMM_ERR_INVALID_ENUM);
+    o.format = QMM_FORMAT_NVFP4, o.recipe = QMM_RECIPE_MXFP4_FLOOR;
+    CHECK_STATUS(qmm_checkpoint_quantize(in, out, &o, &r), QMM_ERR_UNSUPPORTED);
+    o.recipe = QMM_RECIPE_DEFAULT, o.threads = 65;
+    CHECK_STATUS(qmm_checkpoint_quantize(in, out, &o, &r), QMM_ERR_INVALID_ARGUMENT);
+    o.threads = -1;
+    CHECK_STATUS(qmm_checkpoint_quantize(in, out, &o, &r), QMM_ERR_INVALID_ARGUMENT);
+    o.threads = 0, o.flags = 2;
+    CHECK_STATUS(qmm_checkpoint_quantize(in, out, &o, &r), QMM_ERR_INVALID_ARGUMENT);
+    o.flags = 0, o.exclude_count = 1;
+    CHECK_STATUS(qmm_checkpoint_quantize(in, out, &o, &r), QMM_ERR_NULL_POINTER);
+    const char *bad_re[1] = {"(("};
+    o.exclude = bad_re;
+    CHECK_STATUS(qmm_checkpoint_quantize(in, out, &o, &r), QMM_ERR_INVALID_ARGUMENT);
+    CHECK(harness_all_bytes(&r, sizeof r, 0xff), "nothing written on failure");
+    CHECK(access(io_path("args_out"), F_OK) != 0, "no output folder made by a refused call");
+    /* and one that works, with its progress: a start and one call per tensor */
+    const char *exclude[1] = {"^nothing$"};
+    o.exclude = exclude;
+    int calls = 0;
+    o.progress = count_progress, o.progress_user = &calls;
+    CHECK_OK(qmm_checkpoint_quantize(in, out, &o, &r));
+    CHECK(r.tensors == 1 && r.quantized == 1 && r.unquantized == 0 && r.recipe == QMM_RECIPE_NVFP4_MODELOPT, "result");
+    CHECK(r.bytes_in == sizeof w && r.bytes_out == 4 * 16 + 4 * 2 + 4, "bytes %llu -> %llu", (unsigned long long)r.bytes_in,
+          (unsigned long long)r.bytes_out);
+    CHECK(calls == 2, "progress called %d times", calls);
+    CHECK_STATUS(qmm_checkpoint_quantize(in, out, &o, &r), QMM_ERR_EXISTS);
+}
+
 int main(void)
 {
     harness_begin("test_checkpoint");
@@ -287,6 +346,7 @@ int main(void)
     test_experts();
     test_bad_conventions();
     test_quant_config();
+    test_quantize_arguments();
     io_remove_tree(io_dir);
     return harness_end("test_checkpoint");
 }
