@@ -28,9 +28,12 @@
 
 #include "commands.h"
 #include "common.h"
+#include "parse.h"
 
 #define BENCH_MAX_LIST 32
 #define BENCH_PROBE_ROWS 3
+#define BENCH_MAX_REPS 64               /* timed batches: the size of bench_time's array */
+#define BENCH_MAX_DIM ((size_t)1 << 40) /* --m and --shapes; the memory check is the real limit */
 
 typedef struct bench_options {
     qmm_backend backend;
@@ -67,7 +70,7 @@ static void bench_usage(FILE *f)
             "                      values; the dense bf16 baseline keeps bf16 activations)\n"
             "  --threads T         CPU worker threads (default: online cores)\n"
             "  --rotate-mb MB      weight copies cycled per timing (default 256)\n"
-            "  --reps R            timed batches, median reported (default 7)\n"
+            "  --reps R            timed batches, median reported, 1 to 64 (default 7)\n"
             "  --cool-ms MS        pause before each row, so that a GPU's clock recovers from its power\n"
             "                      limit between rows (default 0)\n"
             "  --workspace-mb MB   the CUDA context's workspace (default: the backend's; see qmm_workspace_query)\n"
@@ -77,33 +80,37 @@ static void bench_usage(FILE *f)
 
 static int bench_parse_formats(const char *s, bench_options *o)
 {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
     o->format_count = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (o->format_count == 8 || qmm_format_from_name(tok, &o->formats[o->format_count]) != QMM_OK) return -1;
+    for (;;) {
+        const char *comma = strchr(s, ',');
+        const size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        char name[32];
+        if (o->format_count == 8 || len == 0 || len >= sizeof name) return -1;
+        memcpy(name, s, len);
+        name[len] = '\0';
+        if (qmm_format_from_name(name, &o->formats[o->format_count]) != QMM_OK) return -1;
         o->format_count++;
+        if (!comma) return 0;
+        s = comma + 1;
     }
-    return o->format_count > 0 ? 0 : -1;
 }
 
 static int bench_parse_shapes(const char *s, bench_options *o)
 {
     o->shape_count = 0;
-    while (*s) {
-        char *end;
-        unsigned long long n = strtoull(s, &end, 10), k;
-        if (end == s || *end != ':' || n == 0) return -1;
-        s = end + 1;
-        k = strtoull(s, &end, 10);
-        if (end == s || k == 0 || o->shape_count == BENCH_MAX_LIST) return -1;
-        o->shapes[o->shape_count][0] = (size_t)n;
-        o->shapes[o->shape_count][1] = (size_t)k;
+    for (;;) {
+        const char *comma = strchr(s, ',');
+        const size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        char shape[64];
+        if (o->shape_count == BENCH_MAX_LIST || len == 0 || len >= sizeof shape) return -1;
+        memcpy(shape, s, len);
+        shape[len] = '\0';
+        if (!tool_parse_shape(shape, BENCH_MAX_DIM, &o->shapes[o->shape_count][0], &o->shapes[o->shape_count][1]))
+            return -1;
         o->shape_count++;
-        s = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') return -1;
+        if (!comma) return 0;
+        s = comma + 1;
     }
-    return o->shape_count > 0 ? 0 : -1;
 }
 
 /* bf16, fp16 or (with_fp32) fp32 by the library's names; 0 for anything else */
@@ -115,37 +122,49 @@ static qmm_dtype bench_parse_type(const char *v, int with_fp32)
     return (qmm_dtype)0;
 }
 
+/* 0: parsed; 1: --help; -1: a usage error (reported). */
 static int bench_parse(int argc, char **argv, bench_options *o)
 {
+    tool_seen seen = {{0}, 0};
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i];
-        if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
-            bench_usage(stdout);
-            exit(0);
-        }
+        if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) return 1;
         if (strcmp(opt, "--json") == 0) {
             o->json = 1;
             continue;
         }
         if (i + 1 >= argc) return fprintf(stderr, "qmm bench: unknown option or missing value '%s'\n", opt), -1;
         const char *v = argv[++i];
-        size_t one;
-        int ok = 1;
+        if (!tool_first_time(&seen, "bench", opt)) return -1;
+        int ok;
         if (strcmp(opt, "--backend") == 0) ok = qmm_backend_from_name(v, &o->backend) == QMM_OK;
         else if (strcmp(opt, "--format") == 0) ok = bench_parse_formats(v, o) == 0;
         else if (strcmp(opt, "--shapes") == 0) ok = bench_parse_shapes(v, o) == 0;
-        else if (strcmp(opt, "--m") == 0) ok = (o->m_count = tool_parse_sizes(v, o->ms, BENCH_MAX_LIST)) > 0;
+        else if (strcmp(opt, "--m") == 0) ok = (o->m_count = tool_parse_uint_list(v, 1, BENCH_MAX_DIM, o->ms, BENCH_MAX_LIST)) > 0;
         else if (strcmp(opt, "--path") == 0) ok = qmm_path_from_name(v, &o->path) == QMM_OK;
         else if (strcmp(opt, "--out") == 0) ok = (o->out_type = bench_parse_type(v, 1)) != 0;
         else if (strcmp(opt, "--a-type") == 0) ok = (o->a_type = bench_parse_type(v, 0)) != 0;
-        else if (strcmp(opt, "--threads") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->threads = (int)one;
-        else if (strcmp(opt, "--reps") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->reps = (int)one;
-        else if (strcmp(opt, "--rotate-mb") == 0) ok = (o->rotate_mb = atof(v)) > 0;
-        else if (strcmp(opt, "--cool-ms") == 0) ok = (o->cool_ms = atof(v)) >= 0 && o->cool_ms <= 600000;
-        else if (strcmp(opt, "--workspace-mb") == 0) /* at least one byte: 0 would mean the backend's default */
-            ok = (o->workspace_mb = atof(v)) * 1048576.0 >= 1.0 && o->workspace_mb < 1048576.0;
-        else ok = 0;
+        else if (strcmp(opt, "--threads") == 0) ok = tool_parse_int(v, 1, TOOL_MAX_THREADS, &o->threads);
+        else if (strcmp(opt, "--reps") == 0) ok = tool_parse_int(v, 1, BENCH_MAX_REPS, &o->reps);
+        else if (strcmp(opt, "--rotate-mb") == 0) ok = tool_parse_real(v, 1e-6, 1e6, &o->rotate_mb);
+        else if (strcmp(opt, "--cool-ms") == 0) ok = tool_parse_real(v, 0, 600000, &o->cool_ms);
+        /* at least one byte: 0 would mean the backend's default */
+        else if (strcmp(opt, "--workspace-mb") == 0) ok = tool_parse_real(v, 1.0 / 1048576.0, 1048575.0, &o->workspace_mb);
+        else return fprintf(stderr, "qmm bench: unknown option '%s'\n", opt), -1;
         if (!ok) return fprintf(stderr, "qmm bench: bad option '%s %s'\n", opt, v), -1;
+    }
+    /* what a shape's run holds at once, for its largest shape: every weight's rotation copies (at
+     * least two, of a bf16 copy at most), A twice (bf16 and fp16), C on the host and in the context */
+    size_t max_m = 0;
+    for (int i = 0; i < o->m_count; i++) max_m = o->ms[i] > max_m ? o->ms[i] : max_m;
+    for (int s = 0; s < o->shape_count; s++) {
+        tool_bytes b = {0, false};
+        const size_t n = o->shapes[s][0], k = o->shapes[s][1];
+        tool_bytes_add(&b, (size_t)o->format_count + 1, (size_t)(o->rotate_mb * 1048576.0), 1);
+        tool_bytes_add(&b, (size_t)o->format_count + 1, n, k * 2 * 2);
+        tool_bytes_add(&b, max_m, k, 2 * 2);
+        tool_bytes_add(&b, max_m, n, 4 * 2);
+        if (!tool_bytes_fit("bench", &b)) return -1;
     }
     return 0;
 }
@@ -257,8 +276,8 @@ static bench_run bench_time(qmm_context *ctx, const bench_options *o, bench_weig
     double per = (tool_now() - t0) / 3;
     int batch = (int)(o->batch_ms * 1e-3 / (per > 1e-7 ? per : 1e-7));
     batch = batch < 1 ? 1 : batch > 2000 ? 2000 : batch;
-    double times[64];
-    int reps = o->reps > 64 ? 64 : o->reps;
+    double times[BENCH_MAX_REPS];
+    const int reps = o->reps;
     for (int rep = 0; rep < reps && r.status == QMM_OK; rep++) {
         t0 = tool_now();
         for (int i = 0; i < batch && r.status == QMM_OK; i++)
@@ -430,10 +449,12 @@ int cmd_bench(int argc, char **argv)
     o.batch_ms = 20;
     bench_parse_formats("nvfp4,mxfp4,fp8_tensor,fp8_channel", &o);
     bench_parse_shapes("4096:14336,14336:4096,6144:18432,28672:8192,8192:28672", &o);
-    o.m_count = tool_parse_sizes("1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192", o.ms, BENCH_MAX_LIST);
-    if (bench_parse(argc, argv, &o) != 0) {
-        bench_usage(stderr);
-        return 2;
+    o.m_count = tool_parse_uint_list("1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192", 1, BENCH_MAX_DIM, o.ms, BENCH_MAX_LIST);
+    const int p = bench_parse(argc, argv, &o);
+    if (p != 0) {
+        if (p > 0) bench_usage(stdout);
+        else fprintf(stderr, "'qmm bench --help' lists the options\n");
+        return p > 0 ? 0 : 2;
     }
     qmm_context_options opts;
     qmm_context_options_init(&opts);

@@ -67,19 +67,21 @@ int cmd_inspect(int argc, char **argv)
     qmm_status st = qmm_safetensors_open(argv[1], &f);
     if (st != QMM_OK) return tool_report("inspect", st);
     const size_t count = qmm_safetensors_tensor_count(f), shards = qmm_safetensors_shard_count(f);
-    printf("%s: %zu tensors in %zu file%s\n\n", argv[1], count, shards, shards == 1 ? "" : "s");
+    char path[1024];
+    printf("%s: %zu tensors in %zu file%s\n\n", qmm_text_escape(argv[1], path, sizeof path), count, shards,
+           shards == 1 ? "" : "s");
     printf("%-60s %-8s %-22s %12s  %s\n", "name", "dtype", "shape", "bytes", "format");
     format_total totals[QMM_FORMAT_BF16 + 1] = {{0}};
     double total = 0, plain = 0;
     for (size_t i = 0; i < count; i++) {
         qmm_tensor_view v;
         qmm_safetensors_tensor_at(f, i, &v);
-        char shape[96], role[96];
+        char shape[96], role[96], safe[1024];
         qmm_format fmt = QMM_FORMAT_BF16;
         bool is_weight;
         inspect_role(f, v.name, &fmt, &is_weight, role, sizeof role);
-        printf("%-60s %-8s %-22s %12zu  %s\n", v.name, qmm_st_dtype_name(v.dtype), tool_shape_text(&v, shape, sizeof shape),
-               v.bytes, role[0] ? role : "-");
+        printf("%-60s %-8s %-22s %12zu  %s\n", qmm_text_escape(v.name, safe, sizeof safe), qmm_st_dtype_name(v.dtype),
+               tool_shape_text(&v, shape, sizeof shape), v.bytes, role[0] ? role : "-");
         total += (double)v.bytes;
         if (role[0]) {
             totals[fmt].weights += is_weight;
@@ -101,8 +103,10 @@ int cmd_inspect(int argc, char **argv)
         for (size_t i = 0; i < qmm_safetensors_metadata_count(f, s); i++) {
             const char *key, *value;
             qmm_safetensors_metadata_at(f, s, i, &key, &value);
-            printf("metadata%s%s: %s = %.200s\n", shards > 1 ? " of " : "", shards > 1 ? qmm_safetensors_shard_name(f, s) : "",
-                   key, value);
+            char k[256], v[256], shard[256];
+            printf("metadata%s%s: %s = %s\n", shards > 1 ? " of " : "",
+                   shards > 1 ? qmm_text_escape(qmm_safetensors_shard_name(f, s), shard, sizeof shard) : "",
+                   qmm_text_escape(key, k, sizeof k), qmm_text_escape(value, v, sizeof v));
         }
     /* The folder's quantization config, when there is one. */
     char *dir = NULL;
@@ -111,9 +115,10 @@ int cmd_inspect(int argc, char **argv)
         dir = slash ? tool_strip(argv[1], strlen(slash)) : tool_strip(".", 0);
     else dir = tool_strip(argv[1], 0);
     qmm_quant_config qc;
+    char algo[128];
     if (dir && qmm_quant_config_read(dir, &qc) == QMM_OK)
-        printf("quantization (%s): %s, group size %d, %zu modules excluded\n", qc.source, qc.quant_algo, qc.group_size,
-               qc.exclude_count);
+        printf("quantization (%s): %s, group size %d, %zu modules excluded\n", qc.source,
+               qmm_text_escape(qc.quant_algo, algo, sizeof algo), qc.group_size, qc.exclude_count);
     free(dir);
     qmm_safetensors_close(f);
     return 0;

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "parse.h"
 
 static void run_usage(FILE *f)
 {
@@ -31,40 +32,50 @@ static void run_usage(FILE *f)
 typedef struct run_options {
     qmm_backend backend;
     size_t m, n, k;
-    unsigned long long seed;
+    uint64_t seed;
     int threads;
 } run_options;
 
+/* Largest --m, --n and --k: far past any real shape; the memory check below is the real limit. */
+#define RUN_MAX_DIM ((size_t)1 << 40)
+
+/* 0: parsed; 1: --help; -1: a usage error (reported). */
 static int run_parse(int argc, char **argv, run_options *o)
 {
+    tool_seen seen = {{0}, 0};
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i];
-        if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
-            run_usage(stdout);
-            exit(0);
-        }
+        if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) return 1;
         if (i + 1 >= argc) {
             fprintf(stderr, "qmm run: unknown option or missing value: '%s'\n", opt);
             return -1;
         }
         const char *v = argv[++i];
-        size_t one;
-        if (strcmp(opt, "--backend") == 0) {
-            if (qmm_backend_from_name(v, &o->backend) != QMM_OK) {
-                fprintf(stderr, "qmm run: unknown backend '%s'\n", v);
-                return -1;
-            }
-        } else if (strcmp(opt, "--m") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->m = one;
-        else if (strcmp(opt, "--n") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->n = one;
-        else if (strcmp(opt, "--k") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->k = one;
-        else if (strcmp(opt, "--seed") == 0) o->seed = strtoull(v, NULL, 10);
-        else if (strcmp(opt, "--threads") == 0 && tool_parse_sizes(v, &one, 1) == 1) o->threads = (int)one;
+        if (!tool_first_time(&seen, "run", opt)) return -1;
+        bool ok;
+        if (strcmp(opt, "--backend") == 0) ok = qmm_backend_from_name(v, &o->backend) == QMM_OK;
+        else if (strcmp(opt, "--m") == 0) ok = tool_parse_size(v, 1, RUN_MAX_DIM, &o->m);
+        else if (strcmp(opt, "--n") == 0) ok = tool_parse_size(v, 1, RUN_MAX_DIM, &o->n);
+        else if (strcmp(opt, "--k") == 0) ok = tool_parse_size(v, 1, RUN_MAX_DIM, &o->k);
+        else if (strcmp(opt, "--seed") == 0) ok = tool_parse_uint(v, 0, UINT64_MAX, &o->seed);
+        else if (strcmp(opt, "--threads") == 0) ok = tool_parse_int(v, 1, TOOL_MAX_THREADS, &o->threads);
         else {
-            fprintf(stderr, "qmm run: bad option '%s %s'\n", opt, v);
+            fprintf(stderr, "qmm run: unknown option '%s'\n", opt);
+            return -1;
+        }
+        if (!ok) {
+            fprintf(stderr, "qmm run: bad value '%s' for %s\n", v, opt);
             return -1;
         }
     }
-    return 0;
+    /* what the run allocates: the bf16 weight and activations, the fp64 exact product and its fp64
+     * copies of A and a row of W, two fp32 outputs, the context's A and C, the quantized weight */
+    tool_bytes b = {0, false};
+    tool_bytes_add(&b, o->n, o->k, 3);
+    tool_bytes_add(&b, o->m, o->k, 12);
+    tool_bytes_add(&b, o->m, o->n, 20);
+    tool_bytes_add(&b, o->k, 8, 1);
+    return tool_bytes_fit("run", &b) ? 0 : -1;
 }
 
 typedef struct run_row {
@@ -127,9 +138,11 @@ static int run_format(qmm_context *ctx, qmm_context *ref, const run_options *o, 
 int cmd_run(int argc, char **argv)
 {
     run_options o = {QMM_BACKEND_AUTO, 8, 4096, 14336, 1, 0};
-    if (run_parse(argc, argv, &o) != 0) {
-        run_usage(stderr);
-        return 2;
+    const int p = run_parse(argc, argv, &o);
+    if (p != 0) {
+        if (p > 0) run_usage(stdout);
+        else fprintf(stderr, "'qmm run --help' lists the options\n");
+        return p > 0 ? 0 : 2;
     }
     qmm_context_options opts;
     qmm_context_options_init(&opts);

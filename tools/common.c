@@ -63,21 +63,6 @@ double tool_median(double *v, int count)
     return count % 2 ? v[count / 2] : 0.5 * (v[count / 2 - 1] + v[count / 2]);
 }
 
-int tool_parse_sizes(const char *s, size_t *out, int max)
-{
-    int count = 0;
-    while (*s) {
-        char *end;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (end == s || v == 0 || count == max) return -1;
-        out[count++] = (size_t)v;
-        if (*end == ',') end++;
-        else if (*end) return -1;
-        s = end;
-    }
-    return count > 0 ? count : -1;
-}
-
 int tool_report(const char *what, qmm_status st)
 {
     fprintf(stderr, "qmm %s: %s: %s\n", what, qmm_status_string(st), qmm_last_error());

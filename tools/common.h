@@ -21,8 +21,8 @@ double tool_rng_normal(tool_rng *r);  /* standard normal, Box-Muller */
 double tool_now(void); /* monotonic seconds */
 double tool_median(double *v, int count);
 
-/* Parses "a,b,c" of positive integers into out (at most max); returns the count, or -1 on bad input. */
-int tool_parse_sizes(const char *s, size_t *out, int max);
+/* Largest --threads of the commands that take one. */
+#define TOOL_MAX_THREADS 1024
 
 /* Prints "qmm <what>: <status string>: <last error>" to stderr and returns 1 (an exit code). */
 int tool_report(const char *what, qmm_status st);

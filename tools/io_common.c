@@ -65,7 +65,8 @@ void tool_progress(const char *what, size_t done, size_t total, const char *name
     if (done >= total) {
         fprintf(stderr, "\r\033[K");
     } else {
-        fprintf(stderr, "\r\033[K%s [%zu/%zu] %.100s", what, done + 1, total, name);
+        char safe[128];
+        fprintf(stderr, "\r\033[K%s [%zu/%zu] %s", what, done, total, qmm_text_escape(name, safe, sizeof safe));
     }
     fflush(stderr);
 }

@@ -23,8 +23,8 @@ const char *tool_shape_text(const qmm_tensor_view *v, char *buf, size_t cap);
 /* "1.23 GB" style sizes (decimal units) into buf. */
 const char *tool_bytes_text(double bytes, char *buf, size_t cap);
 
-/* Progress on stderr, one line rewritten in place, only when stderr is a terminal. done == total
- * clears the line. */
+/* Progress on stderr ("WHAT [done/total] NAME", the name escaped), one line rewritten in place, only
+ * when stderr is a terminal. done >= total clears the line. */
 void tool_progress(const char *what, size_t done, size_t total, const char *name);
 
 /* The module name of a tensor that is part of a quantized weight, and the part: ".weight",
