@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "qmm_io.h"
 
 static char io_dir[256];
 

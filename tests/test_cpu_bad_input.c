@@ -2,6 +2,7 @@
  * matmul argument errors on a CPU context (each returns its status and writes nothing), a prepared
  * weight whose descriptor changed, qmm_context_measure_rates and qmm_context_machine_state. */
 #include "matmul_errors.h"
+#include "qmm_measure.h"
 
 #define UNTOUCHED(p, bytes) CHECK(harness_all_bytes((p), (bytes), 0xff), "output was written on failure")
 

@@ -29,6 +29,7 @@
 #include "commands.h"
 #include "common.h"
 #include "parse.h"
+#include "qmm_measure.h"
 
 #define BENCH_MAX_LIST 32
 #define BENCH_PROBE_ROWS 3

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "qmm.h"
+#include "qmm_io.h"
 
 /* True when s ends with suffix. */
 bool tool_ends_with(const char *s, const char *suffix);

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "qmm.h"
+#include "qmm_measure.h"
 
 /* One validated qmm_matmul call. */
 typedef struct qmm__matmul_args {

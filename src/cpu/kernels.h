@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "../core/prepared.h"
-#include "qmm.h"
+#include "qmm_measure.h"
 
 /* Formats that share a data layout share a kind. */
 typedef enum qmm__cpu_kind {

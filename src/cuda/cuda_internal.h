@@ -9,7 +9,7 @@
 
 #include "../core/prepared.h"
 #include "decode.h"
-#include "qmm.h"
+#include "qmm_measure.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "paths.h"
-#include "qmm.h"
+#include "qmm_io.h"
 
 /* One output: a file or folder of the run, by its path relative to the output folder. */
 typedef struct qmm__out_entry {

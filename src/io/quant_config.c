@@ -8,6 +8,7 @@
 #include "../core/format.h"
 #include "fileutil.h"
 #include "json.h"
+#include "qmm_io.h"
 
 #define QMM__CONFIG_MAX (64u << 20) /* config files are kilobytes; anything past this is not one */
 

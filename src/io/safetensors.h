@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "json.h"
-#include "qmm.h"
+#include "qmm_io.h"
 
 typedef struct qmm__st_tensor {
     const char *name;   /* in the shard's JSON arena */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../../src/io/json.h"
-#include "qmm.h"
+#include "qmm_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qmm.h"
+#include "qmm_io.h"
 
 static int fail(const char *what)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "qmm.h"
+#include "qmm_io.h"
 
 static unsigned long long state = 42;
 static const char *poison_name; /* the tensor whose first element add() makes a NaN */
