@@ -74,8 +74,9 @@ typedef enum qmm_status {
     QMM_ERR_INVALID_ARGUMENT = 19,   /* an argument is invalid in a way no code above names */
     QMM_ERR_INVALID_WEIGHT = 20,     /* a weight descriptor is inconsistent (format, buffers, scales) */
     QMM_ERR_INTERNAL = 21,           /* a bug in qmm: please report it */
-    QMM_ERR_UNSAFE_OUTPUT = 22       /* an output path would replace, modify or sit beside an input file,
+    QMM_ERR_UNSAFE_OUTPUT = 22,      /* an output path would replace, modify or sit beside an input file,
                                         or names something qmm does not write (device, FIFO, socket) */
+    QMM_ERR_CANCELLED = 23           /* the caller's progress callback asked the work to stop */
 } qmm_status;
 
 /* A fixed English description of a status code (static storage; never NULL, also for unknown codes). */

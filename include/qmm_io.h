@@ -213,14 +213,16 @@ QMM_API qmm_status qmm_checkpoint_weight_info(const qmm_safetensors *f, const ch
 QMM_API qmm_status qmm_checkpoint_weight_load(const qmm_safetensors *f, const char *name, size_t index, qmm_weight *out);
 
 /* Progress of qmm_checkpoint_quantize(), given to its callback on the calling thread after each
- * tensor it quantizes (done counts them) and once at the start (done = 0). */
+ * tensor it quantizes (done counts them) and once at the start (done = 0). The callback returns 0 to
+ * go on; anything else stops the run, which then fails with QMM_ERR_CANCELLED and leaves nothing
+ * behind. */
 typedef struct qmm_checkpoint_progress {
     size_t done;       /* tensors quantized so far */
     size_t total;      /* tensors the run quantizes */
     const char *name;  /* the tensor quantized last ("" at the start); valid during the callback */
 } qmm_checkpoint_progress;
 
-typedef void (*qmm_checkpoint_progress_fn)(void *user, const qmm_checkpoint_progress *progress);
+typedef int (*qmm_checkpoint_progress_fn)(void *user, const qmm_checkpoint_progress *progress);
 
 /* Options of qmm_checkpoint_quantize(); qmm_checkpoint_quantize_options_init() sets the defaults. */
 typedef struct qmm_checkpoint_quantize_options {
@@ -274,7 +276,8 @@ QMM_API void qmm_checkpoint_quantize_options_init(qmm_checkpoint_quantize_option
  * range, unknown flags, an input without tensors, a loop of folder links in src), QMM_ERR_UNSUPPORTED (a
  * recipe of another format), QMM_ERR_UNSAFE_OUTPUT, QMM_ERR_EXISTS, QMM_ERR_NOT_FOUND, QMM_ERR_IO,
  * QMM_ERR_MALFORMED (src is not a valid checkpoint), QMM_ERR_NON_FINITE (a weight holds NaN or an
- * infinity; the message names it), QMM_ERR_OUT_OF_MEMORY. */
+ * infinity; the message names it), QMM_ERR_CANCELLED (the progress callback returned nonzero),
+ * QMM_ERR_OUT_OF_MEMORY. */
 QMM_API qmm_status qmm_checkpoint_quantize(const char *src, const char *dst, const qmm_checkpoint_quantize_options *o,
                                            qmm_checkpoint_quantize_result *result);
 

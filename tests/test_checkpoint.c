@@ -22,11 +22,19 @@ static int same_weight(const qmm_weight *a, const qmm_weight *b)
     return t.global_scale != QMM_GLOBAL_SCALE_TENSOR || harness_bits(a->tensor_scale) == harness_bits(b->tensor_scale);
 }
 
-static void count_progress(void *user, const qmm_checkpoint_progress *p)
+static int count_progress(void *user, const qmm_checkpoint_progress *p)
 {
     int *calls = user;
     CHECK(p->total == 1 && p->done == (size_t)*calls && p->name != NULL, "progress %zu of %zu", p->done, p->total);
     ++*calls;
+    return 0;
+}
+
+/* asks to stop at its second call (after the first tensor) */
+static int stop_progress(void *user, const qmm_checkpoint_progress *p)
+{
+    (void)user;
+    return p->done > 0;
 }
 
 static void test_round_trip_formats(void)
@@ -336,6 +344,11 @@ static void test_quantize_arguments(void)
           (unsigned long long)r.bytes_out);
     CHECK(calls == 2, "progress called %d times", calls);
     CHECK_STATUS(qmm_checkpoint_quantize(in, out, &o, &r), QMM_ERR_EXISTS);
+    /* a callback that asks to stop: cancelled, and nothing left behind */
+    o.progress = stop_progress;
+    const char *out2 = io_path("args_out2/q.safetensors");
+    CHECK_STATUS(qmm_checkpoint_quantize(in, out2, &o, &r), QMM_ERR_CANCELLED);
+    CHECK(access(io_path("args_out2"), F_OK) != 0, "a cancelled run leaves nothing behind");
 }
 
 int main(void)

@@ -109,10 +109,11 @@ static int quantize_parse(int argc, char **argv, quantize_options *o)
     return 0;
 }
 
-static void quantize_progress(void *user, const qmm_checkpoint_progress *p)
+static int quantize_progress(void *user, const qmm_checkpoint_progress *p)
 {
     (void)user;
     tool_progress("quantize", p->done, p->total, p->name);
+    return 0;
 }
 
 int cmd_quantize(int argc, char **argv)

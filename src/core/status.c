@@ -38,6 +38,7 @@ const char *qmm_status_string(qmm_status status)
     case QMM_ERR_INVALID_WEIGHT: return "the weight descriptor is inconsistent";
     case QMM_ERR_INTERNAL: return "internal error in qmm";
     case QMM_ERR_UNSAFE_OUTPUT: return "an output would touch an input, or is not a file qmm writes";
+    case QMM_ERR_CANCELLED: return "cancelled by the caller";
     }
     return "unknown status code";
 }

@@ -91,11 +91,15 @@ static void *qmm__ckpt_job_run(void *arg)
     return NULL;
 }
 
-static void qmm__ckpt_progress(qmm__ckpt *c, const char *name)
+/* Reports progress; QMM_ERR_CANCELLED when the caller's callback asks to stop. */
+static qmm_status qmm__ckpt_progress(qmm__ckpt *c, const char *name)
 {
-    if (!c->o->progress) return;
+    if (!c->o->progress) return QMM_OK;
     qmm_checkpoint_progress p = {c->done, c->r.quantized, name};
-    c->o->progress(c->o->progress_user, &p);
+    if (c->o->progress(c->o->progress_user, &p) != 0)
+        return qmm__fail(QMM_ERR_CANCELLED, "%s: stopped by the progress callback after %zu of %zu tensors", c->fn, c->done,
+                         c->r.quantized);
+    return QMM_OK;
 }
 
 /* Quantizes jobs[0 .. count) at once, one thread each, then adds them to w in order. */
@@ -125,7 +129,7 @@ static qmm_status qmm__ckpt_batch(qmm__ckpt *c, qmm_safetensors_writer *w, qmm__
             free(module);
             if (st == QMM_OK) {
                 c->done++;
-                qmm__ckpt_progress(c, jobs[i].v.name);
+                st = qmm__ckpt_progress(c, jobs[i].v.name);
             }
         }
         if (jobs[i].allocated) qmm_weight_free(&jobs[i].q);
@@ -267,7 +271,7 @@ static qmm_status qmm__ckpt_write(qmm__ckpt *c)
 {
     const size_t shards = qmm_safetensors_shard_count(c->in);
     size_t next = 0;
-    qmm__ckpt_progress(c, "");
+    QMM__TRY(qmm__ckpt_progress(c, ""));
     for (size_t i = 0; i < shards; i++) {
         char *path = qmm__path_join(c->stage, c->out[i].rel);
         qmm_status st = path ? qmm__ckpt_shard(c, i, &next, path) : qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", c->fn);
