@@ -5,7 +5,7 @@ include(CheckCCompilerFlag)
 
 list(APPEND QMM_SOURCES
   src/cpu/backend.c src/cpu/isa.c src/cpu/threadpool.c src/cpu/layout.c src/cpu/driver.c src/cpu/dispatch.c
-  src/cpu/measure.c
+  src/cpu/measure.c src/cpu/grouped.c
   src/cpu/kernels_generic.c)
 set(QMM_CPU_DEFINITIONS "")
 

@@ -213,7 +213,16 @@ typedef struct qmm_prepared qmm_prepared; /* a backend's own copy of a weight (q
  *   tensor_scale    NVFP4 (weight_scale_2) and FP8_TENSOR: multiplies every weight. Ignored otherwise.
  *   channel_scales  FP8_CHANNEL: N floats, channel_scales[n] multiplies row n. NULL otherwise.
  *
- * The real weight is W[n][k] = element * block_scale * tensor_scale (or * channel_scales[n]). */
+ * The real weight is W[n][k] = element * block_scale * tensor_scale (or * channel_scales[n]).
+ *
+ * A stack of E experts (the Linear layers of a mixture-of-experts layer, each N x K, one format) is one
+ * descriptor with experts = E: expert e's data starts at data + e * expert_stride and its block scales
+ * at block_scales + e * expert_scale_stride (either stride 0: packed, the size of one expert's);
+ * channel_scales holds E x N floats (expert e's at e * N); tensor_scales holds E floats and replaces
+ * tensor_scale for NVFP4 and FP8_TENSOR. The capacities count the whole stack. n and k are one
+ * expert's. experts 0 reads as 1 (one weight; qmm_weight_init sets 1). A stack is multiplied by
+ * qmm_matmul_grouped(); qmm_quantize, qmm_dequantize, qmm_weight_validate, qmm_weight_prepare and
+ * qmm_weight_free take stacks too (rows of experts one after another). */
 typedef struct qmm_weight {
     qmm_format format;
     qmm_scale_layout scale_layout;
@@ -227,6 +236,10 @@ typedef struct qmm_weight {
     size_t channel_scale_count; /* capacity of channel_scales, in floats */
     float tensor_scale;
     qmm_prepared *prepared;     /* set by qmm_weight_prepare(); NULL otherwise */
+    size_t experts;             /* E matrices stacked (above); 0 or 1 for one weight */
+    size_t expert_stride;       /* bytes between experts' data; 0: packed */
+    size_t expert_scale_stride; /* bytes between experts' block scales; 0: packed */
+    float *tensor_scales;       /* experts > 1, NVFP4 and FP8_TENSOR: E tensor scales; NULL otherwise */
 } qmm_weight;
 
 /* Buffer sizes of an N x K weight in a format. */
@@ -254,12 +267,23 @@ QMM_API qmm_status qmm_weight_init(qmm_weight *w, qmm_format format, size_t n, s
  * Errors: those of qmm_weight_size_query(), QMM_ERR_OUT_OF_MEMORY (nothing stays allocated). */
 QMM_API qmm_status qmm_weight_alloc(qmm_weight *w, qmm_format format, size_t n, size_t k);
 
-/* Frees the buffers of a weight made by qmm_weight_alloc() and releases a prepared copy, then empties
- * *w. NULL is allowed. Do not call it on buffers the caller allocated itself. */
+/* A stack of `experts` weights of n x k each (see qmm_weight): qmm_weight_init() with experts set and
+ * packed strides. Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM, QMM_ERR_INVALID_SIZE (experts 0). */
+QMM_API qmm_status qmm_weight_init_experts(qmm_weight *w, qmm_format format, size_t experts, size_t n, size_t k);
+
+/* qmm_weight_init_experts() plus malloc of the stack's buffers, packed (tensor_scales too where the format
+ * has them, set to 1). Free with qmm_weight_free(). Errors: those of qmm_weight_alloc(),
+ * QMM_ERR_INVALID_SIZE (experts 0). */
+QMM_API qmm_status qmm_weight_alloc_experts(qmm_weight *w, qmm_format format, size_t experts, size_t n, size_t k);
+
+/* Frees the buffers of a weight made by qmm_weight_alloc() or qmm_weight_alloc_experts() (tensor_scales
+ * included) and releases a prepared copy, then empties *w. NULL is allowed. Do not call it on buffers the
+ * caller allocated itself. */
 QMM_API void qmm_weight_free(qmm_weight *w);
 
 /* Checks that *w is consistent: known format and layout, nonzero n and k, every buffer the format needs
- * present and at least its queried size, tensor and channel scales finite.
+ * present and at least its queried size (for a stack: strides of at least one expert's size, capacities
+ * for all E), tensor and channel scales finite.
  * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM, QMM_ERR_INVALID_SIZE, QMM_ERR_SIZE_OVERFLOW,
  * QMM_ERR_BUFFER_TOO_SMALL, QMM_ERR_INVALID_WEIGHT (a required buffer is NULL, a scale not finite). */
 QMM_API qmm_status qmm_weight_validate(const qmm_weight *w);
@@ -502,7 +526,8 @@ QMM_API void qmm_epilogue_init(qmm_epilogue *epi);
  * QMM_ERR_UNSUPPORTED (a type or path the backend lacks, a non-canonical scale layout),
  * QMM_ERR_NOT_PREPARED, QMM_ERR_WORKSPACE_TOO_SMALL, QMM_ERR_CUDA, QMM_ERR_CUBLAS, QMM_ERR_OUT_OF_MEMORY
  * (CPU: its scratch for packed or converted A grows to the largest call), QMM_ERR_INVALID_WEIGHT (also:
- * the descriptor's format, n or k changed since qmm_weight_prepare), and those of qmm_weight_validate(). */
+ * the descriptor's format, n or k changed since qmm_weight_prepare), QMM_ERR_INVALID_ARGUMENT (w is a stack
+ * of experts: qmm_matmul_grouped), and those of qmm_weight_validate(). */
 QMM_API qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, const void *a, size_t lda,
                               const qmm_weight *w, qmm_dtype c_type, void *c, size_t ldc,
                               const qmm_epilogue *epi);
@@ -516,6 +541,47 @@ QMM_API qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, cons
  * qmm_weight_validate(); *out is written only on success. */
 QMM_API qmm_status qmm_matmul_plan(const qmm_context *ctx, size_t m, qmm_dtype a_type, const qmm_weight *w,
                                    qmm_path *out);
+
+/* ------------------------------------------------------------------------------------------------
+ * Mixture of experts: one call over a stack of expert weights, rows grouped by expert
+ * ---------------------------------------------------------------------------------------------- */
+
+/* The epilogue of qmm_matmul_grouped(): for output row i of expert e,
+ *   C[i,n] = row_scale[i] * act( alpha * acc[i,n] + beta * C_in[i,n] + bias[e * N + n] )
+ * bias (E x N floats) and row_scale (m floats: the routing weight of each row) are optional (NULL: 0 and
+ * 1); the rest is qmm_epilogue's. */
+typedef struct qmm_grouped_epilogue {
+    float alpha;                /* default 1 */
+    float beta;                 /* default 0 */
+    const float *bias;          /* E x N floats, expert e's at e * N; or NULL */
+    const float *row_scale;     /* m floats, one per output row; or NULL */
+    qmm_activation activation;  /* default QMM_ACT_NONE */
+} qmm_grouped_epilogue;
+
+/* Sets *epi to the identity (alpha 1, beta 0, no bias, no row scale, no activation). NULL is allowed. */
+QMM_API void qmm_grouped_epilogue_init(qmm_grouped_epilogue *epi);
+
+/* C = epilogue(A_e @ W_e^T) for each expert e of the stack w (E = w->experts), its rows grouped:
+ *   group_offsets  E + 1 row indices of C: 0 = group_offsets[0] <= group_offsets[1] <= ... <=
+ *                  group_offsets[E] = m; expert e's output rows are [group_offsets[e], group_offsets[e+1])
+ *                  (empty groups are allowed, and so is m = 0, which does nothing)
+ *   row_index      m entries or NULL: output row i reads row row_index[i] of A (0 <= row_index[i] < a_rows),
+ *                  the gather of a routing step, so A need not be permuted; NULL: row i reads row i
+ *                  (a_rows >= m)
+ *   a              a_rows rows of a_type at stride lda (as in qmm_matmul)
+ *   c              m rows of c_type at stride ldc, in the grouped order
+ * The output types, epilogue rules and argument errors are qmm_matmul's. With E = 1, no row_index and
+ * no row_scale the result is qmm_matmul's bit for bit. The path of each expert (GEMV or GEMM on the CPU)
+ * is chosen by its row count as qmm_matmul chooses it by M (or forced with qmm_context_set_path), and a
+ * row's result does not depend on the other rows of its expert within a path. The CPU backend runs the
+ * experts of few rows in one parallel schedule over (expert, tile of 16 rows of W) pairs, so every
+ * thread works when most experts hold one or two rows; prepare the stack (qmm_weight_prepare) for that.
+ * The CUDA backend returns QMM_ERR_UNSUPPORTED.
+ * Errors: those of qmm_matmul(), QMM_ERR_INVALID_ARGUMENT (offsets not ascending from 0 to m, a row index
+ * out of range, a_rows < m without row_index, C overlapping A), QMM_ERR_UNSUPPORTED. */
+QMM_API qmm_status qmm_matmul_grouped(qmm_context *ctx, size_t m, const size_t *group_offsets, const int32_t *row_index,
+                                      size_t a_rows, qmm_dtype a_type, const void *a, size_t lda, const qmm_weight *w,
+                                      qmm_dtype c_type, void *c, size_t ldc, const qmm_grouped_epilogue *epi);
 
 /* ------------------------------------------------------------------------------------------------
  * Block-scale layouts: the canonical one of qmm_weight, and those of other libraries' kernels.

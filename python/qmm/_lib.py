@@ -50,7 +50,8 @@ class Weight(ctypes.Structure):
     _fields_ = [("format", c_int), ("scale_layout", c_int), ("n", c_size), ("k", c_size), ("data", c_u8_p),
                 ("data_bytes", c_size), ("block_scales", c_u8_p), ("block_scale_bytes", c_size),
                 ("channel_scales", c_float_p), ("channel_scale_count", c_size), ("tensor_scale", ctypes.c_float),
-                ("prepared", ctypes.c_void_p)]
+                ("prepared", ctypes.c_void_p), ("experts", c_size), ("expert_stride", c_size),
+                ("expert_scale_stride", c_size), ("tensor_scales", c_float_p)]
 
 
 class WeightSize(ctypes.Structure):
@@ -65,6 +66,11 @@ class ContextOptions(ctypes.Structure):
 
 class Epilogue(ctypes.Structure):
     _fields_ = [("alpha", ctypes.c_float), ("beta", ctypes.c_float), ("bias", c_float_p), ("column_scale", c_float_p),
+                ("activation", c_int)]
+
+
+class GroupedEpilogue(ctypes.Structure):
+    _fields_ = [("alpha", ctypes.c_float), ("beta", ctypes.c_float), ("bias", c_float_p), ("row_scale", c_float_p),
                 ("activation", c_int)]
 
 
@@ -112,7 +118,8 @@ class QuantConfig(ctypes.Structure):
 
 # The structs by their C names, for the layout test.
 STRUCTS = {"qmm_format_traits": FormatTraits, "qmm_weight": Weight, "qmm_weight_size": WeightSize,
-           "qmm_context_options": ContextOptions, "qmm_epilogue": Epilogue, "qmm_machine_rates": MachineRates,
+           "qmm_context_options": ContextOptions, "qmm_epilogue": Epilogue, "qmm_grouped_epilogue": GroupedEpilogue,
+           "qmm_machine_rates": MachineRates,
            "qmm_machine_state": MachineState, "qmm_tensor_view": TensorView,
            "qmm_checkpoint_weight": CheckpointWeight, "qmm_checkpoint_progress": CheckpointProgress,
            "qmm_checkpoint_quantize_options": CheckpointQuantizeOptions,

@@ -19,7 +19,7 @@ void qmm_epilogue_init(qmm_epilogue *epi)
 
 /* The weight as the backend will read it: the prepared copy where the backend needs one, else the
  * canonical host buffers. */
-static qmm_status qmm__check_weight(const char *fn, const qmm_context *ctx, const qmm_weight *w)
+qmm_status qmm__check_weight(const char *fn, const qmm_context *ctx, const qmm_weight *w)
 {
     if (!w) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: w is NULL", fn);
     if (!ctx->ops->needs_prepare || !w->prepared) {
@@ -34,14 +34,15 @@ static qmm_status qmm__check_weight(const char *fn, const qmm_context *ctx, cons
     const qmm_prepared *p = w->prepared;
     if (p->backend != ctx->ops->id || p->owner != ctx->state)
         return qmm__fail(QMM_ERR_NOT_PREPARED, "%s: the weight was prepared on another context", fn);
-    if (p->format != w->format || p->n != w->n || p->k != w->k)
-        return qmm__fail(QMM_ERR_INVALID_WEIGHT, "%s: the descriptor (format %d, %zu x %zu) no longer matches its "
-                         "prepared copy (format %d, %zu x %zu)", fn, (int)w->format, w->n, w->k, (int)p->format, p->n, p->k);
+    if (p->format != w->format || p->n != w->n || p->k != w->k || p->experts != qmm__weight_experts(w))
+        return qmm__fail(QMM_ERR_INVALID_WEIGHT, "%s: the descriptor (format %d, %zu x %zu x %zu) no longer matches its "
+                         "prepared copy (format %d, %zu x %zu x %zu)", fn, (int)w->format, qmm__weight_experts(w), w->n,
+                         w->k, (int)p->format, p->experts, p->n, p->k);
     return QMM_OK;
 }
 
 /* An activation type the backend of ctx takes. */
-static qmm_status qmm__check_a_type(const char *fn, const qmm_context *ctx, qmm_dtype a_type)
+qmm_status qmm__check_a_type(const char *fn, const qmm_context *ctx, qmm_dtype a_type)
 {
     if (!qmm__dtype_is_float(a_type))
         return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: activation type %d is not fp32, bf16 or fp16", fn, (int)a_type);
@@ -70,6 +71,9 @@ qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, const void *
     if (!a) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: a is NULL", fn);
     if (!c) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: c is NULL", fn);
     QMM__TRY(qmm__check_weight(fn, ctx, w));
+    if (qmm__weight_experts(w) > 1)
+        return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: w is a stack of %zu experts: use qmm_matmul_grouped", fn,
+                         qmm__weight_experts(w));
     if (m == 0) return qmm__fail(QMM_ERR_INVALID_SIZE, "%s: m is 0", fn);
     QMM__TRY(qmm__check_a_type(fn, ctx, a_type));
     if (!qmm__dtype_is_float(c_type))
@@ -85,7 +89,7 @@ qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, const void *
     if (ab < cb + c_bytes && cb < ab + a_bytes) return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: C overlaps A", fn);
 
     qmm__matmul_args x = {.m = m, .n = n, .k = k, .a_type = a_type, .a = a, .lda = lda, .w = w,
-                          .c_type = c_type, .c = c, .ldc = ldc};
+                          .c_type = c_type, .c = c, .ldc = ldc, .row_scale = NULL};
     qmm_epilogue_init(&x.epi);
     if (epi) x.epi = *epi;
     if (!isfinite(x.epi.alpha) || !isfinite(x.epi.beta))

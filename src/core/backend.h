@@ -19,7 +19,25 @@ typedef struct qmm__matmul_args {
     size_t ldc;
     qmm_epilogue epi;    /* defaults filled in */
     qmm_path path;       /* resolved: never QMM_PATH_AUTO */
+    const float *row_scale; /* m floats multiplying each row of C after the activation (one expert's
+                               part of a grouped call); NULL for qmm_matmul */
 } qmm__matmul_args;
+
+/* One validated qmm_matmul_grouped call (m > 0). */
+typedef struct qmm__grouped_args {
+    size_t m, n, k, experts;
+    const size_t *offsets;     /* experts + 1, from 0 to m */
+    const int32_t *row_index;  /* m or NULL */
+    qmm_dtype a_type;
+    const void *a;
+    size_t lda;
+    const qmm_weight *w;       /* a validated stack (or one weight); w->prepared as for qmm_matmul */
+    qmm_dtype c_type;
+    void *c;
+    size_t ldc;
+    qmm_grouped_epilogue epi;  /* defaults filled in */
+    qmm_path forced;           /* QMM_PATH_AUTO: each expert's path by its rows */
+} qmm__grouped_args;
 
 typedef struct qmm__backend_ops {
     qmm_backend id;
@@ -36,6 +54,8 @@ typedef struct qmm__backend_ops {
     /* The dispatcher: the path for m rows of A of type a_type against w (both validated). */
     qmm_path (*plan)(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w);
     qmm_status (*matmul)(void *state, const qmm__matmul_args *args);
+    /* Optional (NULL: QMM_ERR_UNSUPPORTED, and stacks of experts cannot be prepared). */
+    qmm_status (*matmul_grouped)(void *state, const qmm__grouped_args *args);
     /* Optional: a backend copy of a validated canonical weight. */
     qmm_status (*prepare)(void *state, const qmm_weight *w, qmm_prepared **out);
     /* Optional, for backends with their own memory (NULL: aligned host memory and memcpy). */

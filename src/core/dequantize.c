@@ -56,21 +56,29 @@ qmm_status qmm_dequantize(const qmm_weight *w, unsigned flags, qmm_dtype dst_typ
         return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: block scales must be in the canonical layout", fn);
     if (dst_stride < w->k)
         return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: output row stride %zu is shorter than k = %zu", fn, dst_stride, w->k);
-    size_t span;
-    QMM__TRY(qmm__matrix_span(fn, "the output", dst, w->n, w->k, dst_stride, qmm__dtype_size(dst_type), &span));
+    const size_t experts = qmm__weight_experts(w);
+    size_t rows, span;
+    if (!qmm__mul_size(experts, w->n, &rows))
+        return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "%s: %zu experts of %zu rows overflow size_t", fn, experts, w->n);
+    QMM__TRY(qmm__matrix_span(fn, "the output", dst, rows, w->k, dst_stride, qmm__dtype_size(dst_type), &span));
     float *row = malloc(w->k * sizeof(float));
     if (!row) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: cannot allocate a row of %zu floats", fn, w->k);
 
     const int scaled = !(flags & QMM_DEQUANT_UNSCALED);
-    for (size_t r = 0; r < w->n; r++) {
-        qmm__dequant_row_unscaled(w, r, row);
-        const double s = qmm__row_scale(w, r);
-        for (size_t c = 0; c < w->k; c++) {
-            /* element * block scale has at most 6 significant bits and the scale 24: the fp64 product is
-             * exact, so each output is rounded exactly once. */
-            double v = scaled ? (double)row[c] * s : (double)row[c];
-            if (dst_type == QMM_DTYPE_FP32) ((float *)dst)[r * dst_stride + c] = (float)v;
-            else ((uint16_t *)dst)[r * dst_stride + c] = qmm__f64_to_bf16(v);
+    for (size_t e = 0; e < experts; e++) {
+        qmm_weight one; /* rows of experts one after another */
+        qmm__weight_expert(w, e, &one);
+        for (size_t r = 0; r < w->n; r++) {
+            qmm__dequant_row_unscaled(&one, r, row);
+            const double s = qmm__row_scale(&one, r);
+            const size_t o = (e * w->n + r) * dst_stride;
+            for (size_t c = 0; c < w->k; c++) {
+                /* element * block scale has at most 6 significant bits and the scale 24: the fp64 product
+                 * is exact, so each output is rounded exactly once. */
+                double v = scaled ? (double)row[c] * s : (double)row[c];
+                if (dst_type == QMM_DTYPE_FP32) ((float *)dst)[o + c] = (float)v;
+                else ((uint16_t *)dst)[o + c] = qmm__f64_to_bf16(v);
+            }
         }
     }
     free(row);

@@ -10,6 +10,7 @@ struct qmm_prepared {
     const void *owner;                    /* the backend state (per context) it belongs to */
     qmm_format format;                    /* what it holds, for validation without host buffers */
     size_t n, k;
+    size_t experts;                       /* matrices: 1, or the E of a stack */
     void (*release)(qmm_prepared *self);  /* frees everything, `self` included */
 };
 

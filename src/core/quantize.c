@@ -163,38 +163,13 @@ qmm_status qmm__recipe_resolve(const char *fn, qmm_format format, qmm_recipe *re
     return QMM_OK;
 }
 
-qmm_status qmm_quantize(qmm_recipe recipe, qmm_dtype src_type, const void *src, size_t src_stride, qmm_weight *dst)
+/* Quantizes the one weight *dst (a validated layout) from n rows of src; finite input checked here. */
+static qmm_status qmm__quantize_one(const char *fn, qmm_recipe recipe, qmm_dtype src_type, const void *src,
+                                   size_t src_stride, qmm_weight *dst)
 {
-    static const char fn[] = "qmm_quantize";
-    if (!dst) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst is NULL", fn);
-    if (!src) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: src is NULL", fn);
-    if (!qmm__dtype_is_float(src_type))
-        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: source type %d is not fp32, bf16 or fp16", fn, (int)src_type);
-    qmm_weight_size size = {0};
-    QMM__TRY(qmm__weight_size(fn, dst->format, dst->scale_layout, dst->n, dst->k, &size));
-    QMM__TRY(qmm__recipe_resolve(fn, dst->format, &recipe));
-    if (dst->scale_layout != QMM_SCALE_LAYOUT_CANONICAL)
-        return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: quantizers write the canonical scale layout only", fn);
     const size_t n = dst->n, k = dst->k;
-    if (src_stride < k) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: source row stride %zu is shorter than k = %zu", fn, src_stride, k);
-    size_t span;
-    QMM__TRY(qmm__matrix_span(fn, "the source", src, n, k, src_stride, qmm__dtype_size(src_type), &span));
-    if (!dst->data) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst->data is NULL", fn);
-    if (dst->data_bytes < size.data_bytes)
-        return qmm__fail(QMM_ERR_BUFFER_TOO_SMALL, "%s: dst->data holds %zu bytes, %zu needed", fn, dst->data_bytes, size.data_bytes);
-    if (size.block_scale_bytes) {
-        if (!dst->block_scales) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst->block_scales is NULL", fn);
-        if (dst->block_scale_bytes < size.block_scale_bytes)
-            return qmm__fail(QMM_ERR_BUFFER_TOO_SMALL, "%s: dst->block_scales holds %zu bytes, %zu needed", fn,
-                             dst->block_scale_bytes, size.block_scale_bytes);
-    }
-    if (size.channel_scale_count) {
-        if (!dst->channel_scales) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst->channel_scales is NULL", fn);
-        if (dst->channel_scale_count < size.channel_scale_count)
-            return qmm__fail(QMM_ERR_BUFFER_TOO_SMALL, "%s: dst->channel_scales holds %zu floats, %zu needed", fn,
-                             dst->channel_scale_count, size.channel_scale_count);
-    }
-
+    qmm_weight_size size;
+    QMM__TRY(qmm__weight_size(fn, dst->format, dst->scale_layout, n, k, &size));
     float *row = malloc(k * sizeof(float));
     if (!row) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: cannot allocate a row of %zu floats", fn, k);
     float amax = 0.0f;
@@ -237,5 +212,50 @@ qmm_status qmm_quantize(qmm_recipe recipe, qmm_dtype src_type, const void *src, 
     dst->tensor_scale = dst->format == QMM_FORMAT_NVFP4        ? s2
                         : dst->format == QMM_FORMAT_FP8_TENSOR ? fp8_tensor_scale
                                                                : 1.0f;
+    return QMM_OK;
+}
+
+qmm_status qmm_quantize(qmm_recipe recipe, qmm_dtype src_type, const void *src, size_t src_stride, qmm_weight *dst)
+{
+    static const char fn[] = "qmm_quantize";
+    if (!dst) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst is NULL", fn);
+    if (!src) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: src is NULL", fn);
+    if (!qmm__dtype_is_float(src_type))
+        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: source type %d is not fp32, bf16 or fp16", fn, (int)src_type);
+    qmm_weight_size size = {0};
+    QMM__TRY(qmm__weight_size(fn, dst->format, dst->scale_layout, dst->n, dst->k, &size));
+    QMM__TRY(qmm__recipe_resolve(fn, dst->format, &recipe));
+    if (dst->scale_layout != QMM_SCALE_LAYOUT_CANONICAL)
+        return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: quantizers write the canonical scale layout only", fn);
+    const size_t experts = qmm__weight_experts(dst), k = dst->k;
+    size_t rows;
+    if (!qmm__mul_size(experts, dst->n, &rows))
+        return qmm__fail(QMM_ERR_SIZE_OVERFLOW, "%s: %zu experts of %zu rows overflow size_t", fn, experts, dst->n);
+    if (src_stride < k) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: source row stride %zu is shorter than k = %zu", fn, src_stride, k);
+    size_t span;
+    QMM__TRY(qmm__matrix_span(fn, "the source", src, rows, k, src_stride, qmm__dtype_size(src_type), &span));
+    if (!dst->data) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst->data is NULL", fn);
+    if (size.block_scale_bytes && !dst->block_scales) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst->block_scales is NULL", fn);
+    if (size.channel_scale_count && !dst->channel_scales)
+        return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst->channel_scales is NULL", fn);
+    if (experts > 1 && qmm__format_traits(dst->format)->global_scale == QMM_GLOBAL_SCALE_TENSOR && !dst->tensor_scales)
+        return qmm__fail(QMM_ERR_NULL_POINTER, "%s: dst->tensor_scales is NULL for a stack of %zu experts", fn, experts);
+    QMM__TRY(qmm__weight_check(fn, dst, false));
+    if (experts == 1) return qmm__quantize_one(fn, recipe, src_type, src, src_stride, dst);
+    /* a stack: every expert's input finite before any is written, then each quantized on its own (its
+     * own amax, tensor scale and channel scales) */
+    float *row = malloc(k * sizeof(float));
+    if (!row) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: cannot allocate a row of %zu floats", fn, k);
+    float amax;
+    qmm_status st = qmm__scan_input(src_type, src, src_stride, rows, k, row, &amax);
+    free(row);
+    QMM__TRY(st);
+    const size_t expert_elems = dst->n * src_stride * qmm__dtype_size(src_type); /* bytes: within span */
+    for (size_t e = 0; e < experts; e++) {
+        qmm_weight one;
+        qmm__weight_expert(dst, e, &one);
+        QMM__TRY(qmm__quantize_one(fn, recipe, src_type, (const char *)src + e * expert_elems, src_stride, &one));
+        if (dst->tensor_scales) dst->tensor_scales[e] = one.tensor_scale;
+    }
     return QMM_OK;
 }

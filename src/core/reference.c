@@ -2,6 +2,7 @@
  * fp64 and one rounding into C. It is the oracle of every other kernel, so it favours obviousness
  * over speed. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend.h"
 #include "convert.h"
@@ -9,6 +10,7 @@
 #include "epilogue.h"
 #include "error.h"
 #include "format.h"
+#include "weight.h"
 
 static double qmm__load_c(qmm_dtype t, const void *c, size_t i)
 {
@@ -70,13 +72,47 @@ static qmm_status qmm__reference_matmul(void *state, const qmm__matmul_args *x)
         for (i = 0; i < m; i++) {
             double v = mul * acc[i] + bias;
             if (e->beta != 0.0f) v += (double)e->beta * qmm__load_c(x->c_type, x->c, i * x->ldc + col);
-            qmm__store_c(x->c_type, x->c, i * x->ldc + col, qmm__activation_f64(v, e->activation));
+            v = qmm__activation_f64(v, e->activation);
+            if (x->row_scale) v *= (double)x->row_scale[i];
+            qmm__store_c(x->c_type, x->c, i * x->ldc + col, v);
         }
     }
     free(a);
     free(wrow);
     free(acc);
     return QMM_OK;
+}
+
+/* The grouped call as one reference matmul per expert that holds rows: its rows of A gathered into a
+ * copy (in A's type, so the values are the same), its part of C, bias and row scales. */
+static qmm_status qmm__reference_grouped(void *state, const qmm__grouped_args *x)
+{
+    const size_t esize = qmm__dtype_size(x->a_type), csize = qmm__dtype_size(x->c_type);
+    size_t most = 0;
+    for (size_t e = 0; e < x->experts; e++)
+        if (x->offsets[e + 1] - x->offsets[e] > most) most = x->offsets[e + 1] - x->offsets[e];
+    char *a = malloc(most * x->k * esize);
+    if (!a) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_matmul_grouped (reference): cannot gather %zu rows of A", most);
+    qmm_status st = QMM_OK;
+    for (size_t e = 0; e < x->experts && st == QMM_OK; e++) {
+        const size_t r0 = x->offsets[e], rows = x->offsets[e + 1] - r0;
+        if (rows == 0) continue;
+        for (size_t i = 0; i < rows; i++) {
+            const size_t src = x->row_index ? (size_t)x->row_index[r0 + i] : r0 + i;
+            memcpy(a + i * x->k * esize, (const char *)x->a + src * x->lda * esize, x->k * esize);
+        }
+        qmm_weight w;
+        qmm__weight_expert(x->w, e, &w);
+        qmm__matmul_args one = {.m = rows, .n = x->n, .k = x->k, .a_type = x->a_type, .a = a, .lda = x->k, .w = &w,
+                                .c_type = x->c_type, .c = (char *)x->c + r0 * x->ldc * csize, .ldc = x->ldc,
+                                .path = QMM_PATH_REFERENCE, .row_scale = x->epi.row_scale ? x->epi.row_scale + r0 : NULL};
+        qmm_epilogue_init(&one.epi);
+        one.epi.alpha = x->epi.alpha, one.epi.beta = x->epi.beta, one.epi.activation = x->epi.activation;
+        one.epi.bias = x->epi.bias ? x->epi.bias + e * x->n : NULL;
+        st = qmm__reference_matmul(state, &one);
+    }
+    free(a);
+    return st;
 }
 
 static qmm_status qmm__reference_available(void) { return QMM_OK; }
@@ -116,5 +152,6 @@ const qmm__backend_ops qmm__reference_backend = {
     .has_path = qmm__reference_has_path,
     .plan = qmm__reference_plan,
     .matmul = qmm__reference_matmul,
+    .matmul_grouped = qmm__reference_grouped,
     .prepare = NULL,
 };

@@ -37,6 +37,8 @@ static void qmm__cpu_destroy(void *state)
     free(s->thread_ws);
     free(s->a32);
     free(s->apack);
+    free(s->agather);
+    free(s->grouped_ws);
     free(s);
 }
 
@@ -108,9 +110,15 @@ static qmm_status qmm__cpu_matmul(void *state, const qmm__matmul_args *x)
     return qmm__cpu_matmul_run(state, x, p);
 }
 
+static qmm_status qmm__cpu_matmul_grouped(void *state, const qmm__grouped_args *x)
+{
+    return qmm__cpu_grouped_run(state, x);
+}
+
 static qmm_status qmm__cpu_prepare(void *state, const qmm_weight *w, qmm_prepared **out)
 {
     (void)state;
+    if (w->experts > 1) return qmm__cpu_prepare_stack(w, out);
     qmm__cpu_weight *p;
     QMM__TRY(qmm__cpu_prepare_weight(w, &p));
     *out = &p->head;
@@ -134,6 +142,7 @@ const qmm__backend_ops qmm__cpu_backend = {
     .has_path = qmm__cpu_has_path,
     .plan = qmm__cpu_plan,
     .matmul = qmm__cpu_matmul,
+    .matmul_grouped = qmm__cpu_matmul_grouped,
     .prepare = qmm__cpu_prepare,
     .measure_rates = qmm__cpu_measure_rates,
 };

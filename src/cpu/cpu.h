@@ -33,6 +33,10 @@ typedef struct qmm__cpu_state {
     size_t a32_bytes;
     void *apack;                /* A packed for the GEMM tiles; grows to the largest call */
     size_t apack_bytes;
+    void *agather;              /* grouped calls: A's rows gathered by the row index */
+    size_t agather_bytes;
+    void *grouped_ws;           /* grouped calls: the experts' weights and schedule */
+    size_t grouped_ws_bytes;
 } qmm__cpu_state;
 
 /* dispatch.c: the path for m rows against w, from the measured thresholds. */
@@ -46,6 +50,10 @@ qmm__cpu_kind qmm__cpu_kind_of(qmm_format f);
 /* driver.c: one matmul through the chosen path; the GEMM workspace each thread needs. */
 qmm_status qmm__cpu_matmul_run(qmm__cpu_state *s, const qmm__matmul_args *x, const qmm__cpu_weight *w);
 size_t qmm__cpu_thread_ws_bytes(void);
+
+/* grouped.c: a prepared stack of experts; one grouped call. */
+qmm_status qmm__cpu_prepare_stack(const qmm_weight *w, qmm_prepared **out);
+qmm_status qmm__cpu_grouped_run(qmm__cpu_state *s, const qmm__grouped_args *x);
 
 /* measure.c */
 qmm_status qmm__cpu_measure(qmm__cpu_state *s, size_t bytes, qmm_machine_rates *out);

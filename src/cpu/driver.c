@@ -271,6 +271,7 @@ qmm_status qmm__cpu_matmul_run(qmm__cpu_state *s, const qmm__matmul_args *x, con
     e.alpha = x->epi.alpha, e.beta = x->epi.beta;
     e.column_scale = x->epi.column_scale, e.bias = x->epi.bias;
     e.act = x->epi.activation;
+    e.out_scale = x->row_scale;
     e.c_type = x->c_type, e.c = x->c, e.ldc = x->ldc, e.n = x->n;
 
     const bool gemv = x->path == QMM_PATH_GEMV && w->prepared;

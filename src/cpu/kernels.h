@@ -56,8 +56,11 @@ typedef struct qmm__cpu_weight {
 } qmm__cpu_weight;
 
 /* The epilogue of one call, as the store functions apply it to an fp32 sum `acc` of decoded values:
- *   C[m, n] = act( (acc + poison(n)) * inv_unit * row_scale(n) * alpha * column_scale(n) + bias(n) + beta * C_in )
- * with row_scale(n) = row_scales[n] when set, else row_scale, in this order of operations. */
+ *   C[m, n] = out_scale(m) * act( (acc + poison(n)) * inv_unit * row_scale(n) * alpha * column_scale(n) + bias(n)
+ *                                 + beta * C_in )
+ * with row_scale(n) = row_scales[n] when set, else row_scale (the weight's tensor or channel scale), and
+ * out_scale(m) = out_scale[m] when set (the routing weight of row m of a grouped call), else 1, in this
+ * order of operations. */
 typedef struct qmm__cpu_epi {
     const float *poison;
     float inv_unit;
@@ -66,6 +69,7 @@ typedef struct qmm__cpu_epi {
     float alpha, beta;
     const float *column_scale, *bias;
     qmm_activation act;
+    const float *out_scale;     /* one per row of C, or NULL */
     qmm_dtype c_type;
     void *c;
     size_t ldc, n;

@@ -25,7 +25,8 @@ float qmm__cpu_epilogue_value(const qmm__cpu_epi *e, size_t row, size_t col, flo
         else cin = qmm__fp16_to_fp32(((const uint16_t *)e->c)[i]);
         v += e->beta * cin;
     }
-    return qmm__activation_f32(v, e->act);
+    v = qmm__activation_f32(v, e->act);
+    return e->out_scale ? v * e->out_scale[row] : v;
 }
 
 void qmm__cpu_store_value(const qmm__cpu_epi *e, size_t row, size_t col, float v)

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from qmm_io_ctypes import Weight
+from qmm_io_ctypes import Weight, WeightSize
 
 # ------------------------------------------------------------------------------------------------
 # Constants mirrored from include/qmm.h
@@ -91,14 +91,7 @@ def rng(request):
 QmmWeight = Weight
 
 
-class QmmWeightSize(ctypes.Structure):
-    _fields_ = [
-        ("row_bytes", ctypes.c_size_t),
-        ("data_bytes", ctypes.c_size_t),
-        ("scales_per_row", ctypes.c_size_t),
-        ("block_scale_bytes", ctypes.c_size_t),
-        ("channel_scale_count", ctypes.c_size_t),
-    ]
+QmmWeightSize = WeightSize
 
 
 _TENSOR_SCALE_OFFSET = QmmWeight.tensor_scale.offset

@@ -1,7 +1,7 @@
 """ctypes bindings of qmm's checkpoint API (safetensors, conventions, scale layouts) for the io tests.
 
-Independent of conftest.py: the library comes from QMM_LIBRARY, the qmm tool from QMM_TOOL. Struct
-layouts mirror include/qmm.h field for field.
+Independent of conftest.py: the library comes from QMM_LIBRARY, the qmm tool from QMM_TOOL. The struct
+layouts come from the Python package (qmm._lib).
 """
 
 import ctypes
@@ -32,50 +32,9 @@ ST_BITS = {"BOOL": 8, "U8": 8, "I8": 8, "U16": 16, "I16": 16, "U32": 32, "I32": 
            "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6}
 
 
-class TensorView(ctypes.Structure):
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("dtype", ctypes.c_int),
-        ("ndim", ctypes.c_size_t),
-        ("shape", ctypes.POINTER(ctypes.c_size_t)),
-        ("elements", ctypes.c_size_t),
-        ("data", ctypes.c_void_p),
-        ("bytes", ctypes.c_size_t),
-        ("shard", ctypes.c_size_t),
-    ]
-
-
-class CheckpointWeight(ctypes.Structure):
-    _fields_ = [
-        ("format", ctypes.c_int),
-        ("n", ctypes.c_size_t),
-        ("k", ctypes.c_size_t),
-        ("count", ctypes.c_size_t),
-        ("has_input_scale", ctypes.c_int),
-        ("input_scale", ctypes.c_float),
-    ]
-
-
-class Weight(ctypes.Structure):
-    _fields_ = [
-        ("format", ctypes.c_int),
-        ("scale_layout", ctypes.c_int),
-        ("n", ctypes.c_size_t),
-        ("k", ctypes.c_size_t),
-        ("data", ctypes.POINTER(ctypes.c_uint8)),
-        ("data_bytes", ctypes.c_size_t),
-        ("block_scales", ctypes.POINTER(ctypes.c_uint8)),
-        ("block_scale_bytes", ctypes.c_size_t),
-        ("channel_scales", ctypes.POINTER(ctypes.c_float)),
-        ("channel_scale_count", ctypes.c_size_t),
-        ("tensor_scale", ctypes.c_float),
-        ("prepared", ctypes.c_void_p),
-    ]
-
-
-class WeightSize(ctypes.Structure):
-    _fields_ = [("row_bytes", ctypes.c_size_t), ("data_bytes", ctypes.c_size_t), ("scales_per_row", ctypes.c_size_t),
-                ("block_scale_bytes", ctypes.c_size_t), ("channel_scale_count", ctypes.c_size_t)]
+# The struct mirrors are the package's (python/qmm/_lib.py, checked field by field against the C
+# compiler by python/tests/test_structs.py).
+from qmm._lib import CheckpointWeight, TensorView, Weight, WeightSize  # noqa: E402,F401
 
 
 class QmmIo:

@@ -95,6 +95,7 @@ QMM__INLINE void qmm__store8(const qmm__cpu_epi *e, size_t row, size_t col, __m2
         v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_set1_ps(e->beta), cin));
     }
     v = qmm__activation256(v, e->act);
+    if (e->out_scale) v = _mm256_mul_ps(v, _mm256_set1_ps(e->out_scale[row]));
     if (e->c_type == QMM_DTYPE_FP32) _mm256_storeu_ps((float *)e->c + off, v);
     else {
         __m128i h;

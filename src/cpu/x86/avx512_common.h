@@ -258,6 +258,7 @@ QMM__INLINE void qmm__store16(const qmm__cpu_epi *e, size_t row, size_t col, __m
         v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_set1_ps(e->beta), cin));
     }
     v = qmm__activation512(v, e->act);
+    if (e->out_scale) v = _mm512_mul_ps(v, _mm512_set1_ps(e->out_scale[row]));
     if (e->c_type == QMM_DTYPE_FP32) _mm512_mask_storeu_ps((float *)e->c + off, m, v);
     else if (e->c_type == QMM_DTYPE_BF16) _mm256_mask_storeu_epi16((uint16_t *)e->c + off, m, _mm512_cvtepi32_epi16(qmm__to_bf16_512(v)));
     else _mm256_mask_storeu_epi16((uint16_t *)e->c + off, m, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
