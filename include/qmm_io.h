@@ -212,6 +212,23 @@ QMM_API qmm_status qmm_checkpoint_weight_info(const qmm_safetensors *f, const ch
  * QMM_ERR_OUT_OF_MEMORY. */
 QMM_API qmm_status qmm_checkpoint_weight_load(const qmm_safetensors *f, const char *name, size_t index, qmm_weight *out);
 
+/* Stack `name` of experts held in one tensor pair (gpt-oss: name_blocks U8 (E, N, K/32, 16) and
+ * name_scales U8 (E, N, K/32)) as a stacked MXFP4 weight whose buffers are the file's own bytes, without a
+ * copy: read-only (never quantize into it), valid until qmm_safetensors_close(f), not to be freed with
+ * qmm_weight_free() (qmm_weight_unprepare() releases a prepared copy). Errors: those of
+ * qmm_checkpoint_weight_info(), QMM_ERR_UNSUPPORTED (name is not such a stack). */
+QMM_API qmm_status qmm_checkpoint_experts_view(const qmm_safetensors *f, const char *name, qmm_weight *out);
+
+/* A stack of experts copied out of f into a new stacked weight (free with qmm_weight_free()):
+ *   name with one '*': the experts stored one by one, '*' standing for 0, 1, 2, ... up to the first that
+ *     is missing (modelopt: "model.layers.0.mlp.experts.*.gate_proj" for ...experts.0.gate_proj.weight,
+ *     .weight_scale, .weight_scale_2, ...); every expert must be of one format and shape, each keeps its
+ *     tensor scale;
+ *   name without '*': a stack in one tensor pair, as qmm_checkpoint_experts_view().
+ * Errors: those of qmm_checkpoint_weight_load(), QMM_ERR_NOT_FOUND (no expert 0), QMM_ERR_MALFORMED
+ * (experts of different formats or shapes), QMM_ERR_INVALID_ARGUMENT (more than one '*'). */
+QMM_API qmm_status qmm_checkpoint_experts_load(const qmm_safetensors *f, const char *name, qmm_weight *out);
+
 /* Progress of qmm_checkpoint_quantize(), given to its callback on the calling thread after each
  * tensor it quantizes (done counts them) and once at the start (done = 0). The callback returns 0 to
  * go on; anything else stops the run, which then fails with QMM_ERR_CANCELLED and leaves nothing
@@ -256,7 +273,10 @@ QMM_API void qmm_checkpoint_quantize_options_init(qmm_checkpoint_quantize_option
  * lm_head and mixture-of-experts routers stay as they are (names matching
  * (^|\.)(lm_head|gate|router|wte|wpe|[^.]*(embed|norm|ln_)[^.]*)\.weight$, case-insensitively), as do
  * weights with an odd K in the 4-bit formats. Output tensors keep the source names with the suffixes of
- * qmm_safetensors_writer_add_weight().
+ * qmm_safetensors_writer_add_weight(). A 3-D float tensor named PREFIX.experts.PROJ is a stack of experts
+ * (E, N, K), each a Linear weight of N x K, quantized expert by expert and written in the convention of the
+ * format: MXFP4 as gpt-oss's PREFIX.experts.PROJ_blocks / _scales, NVFP4 and FP8 (and MXFP4 with K not a
+ * multiple of 32) as modelopt's PREFIX.experts.I.PROJ.weight, .weight_scale, ... for I = 0 .. E - 1.
  *   src a .safetensors file: dst is a file; hf_quant_config.json, and config.json with its
  *     quantization_config (when src's folder has a config.json), are written beside dst.
  *   src a folder or its model.safetensors.index.json: dst is a folder that gets the same shards, a new

@@ -157,8 +157,66 @@ static void test_experts(void)
     }
     qmm_weight back;
     CHECK_STATUS(qmm_checkpoint_weight_load(f, "model.layers.0.mlp.experts.gate_up_proj", E, &back), QMM_ERR_INVALID_ARGUMENT);
+    /* the stack as one weight: a view of the file's bytes, and a copy; each expert as written */
+    qmm_weight view, stack;
+    CHECK_OK(qmm_checkpoint_experts_view(f, "model.layers.0.mlp.experts.gate_up_proj", &view));
+    CHECK_OK(qmm_checkpoint_experts_load(f, "model.layers.0.mlp.experts.gate_up_proj", &stack));
+    CHECK(view.experts == E && view.n == N && view.k == K && stack.experts == E, "stack shape");
+    CHECK_OK(qmm_checkpoint_weight_info(f, "model.layers.0.mlp.experts.gate_up_proj", &info));
+    CHECK_OK(qmm_safetensors_tensor_find(f, "model.layers.0.mlp.experts.gate_up_proj_blocks", &v));
+    CHECK((const void *)view.data == v.data, "the view reads the file's bytes in place");
+    for (int e = 0; e < E; e++) {
+        CHECK(memcmp(view.data + (size_t)e * q[e].data_bytes, q[e].data, q[e].data_bytes) == 0 &&
+              memcmp(stack.data + (size_t)e * q[e].data_bytes, q[e].data, q[e].data_bytes) == 0 &&
+              memcmp(stack.block_scales + (size_t)e * q[e].block_scale_bytes, q[e].block_scales, q[e].block_scale_bytes) == 0,
+              "expert %d of the stack", e);
+    }
+    qmm_weight_free(&stack);
+    CHECK_STATUS(qmm_checkpoint_experts_view(f, "nothing", &view), QMM_ERR_NOT_FOUND);
     qmm_safetensors_close(f);
     for (int e = 0; e < E; e++) qmm_weight_free(&q[e]);
+}
+
+/* Experts stored one by one (modelopt: PREFIX.experts.I.PROJ) gathered into a stack by their pattern. */
+static void test_experts_one_by_one(void)
+{
+    enum { E = 4, N = 6, K = 48 };
+    const qmm_format formats[3] = {QMM_FORMAT_NVFP4, QMM_FORMAT_FP8_CHANNEL, QMM_FORMAT_FP8_TENSOR};
+    for (int fi = 0; fi < 3; fi++) {
+        qmm_weight q[E];
+        const char *path = io_path("experts_modelopt.safetensors");
+        qmm_safetensors_writer *w;
+        CHECK_OK(qmm_safetensors_writer_create(path, QMM_WRITE_OVERWRITE, &w));
+        for (int e = 0; e < E; e++) {
+            float src[N * K];
+            random_weight(src, N * K);
+            for (int i = 0; i < N * K; i++) src[i] *= (float)(e + 1);
+            CHECK_OK(qmm_weight_alloc(&q[e], formats[fi], N, K));
+            CHECK_OK(qmm_quantize(QMM_RECIPE_DEFAULT, QMM_DTYPE_FP32, src, K, &q[e]));
+            char name[64];
+            snprintf(name, sizeof name, "model.layers.1.mlp.experts.%d.down_proj", e);
+            CHECK_OK(qmm_safetensors_writer_add_weight(w, name, &q[e]));
+        }
+        CHECK_OK(qmm_safetensors_writer_finish(w));
+        qmm_safetensors *f = NULL;
+        CHECK_OK(qmm_safetensors_open(path, &f));
+        if (!f) return;
+        qmm_weight st;
+        CHECK_OK(qmm_checkpoint_experts_load(f, "model.layers.1.mlp.experts.*.down_proj", &st));
+        CHECK(st.experts == E && st.format == formats[fi] && st.n == N && st.k == K, "gathered stack");
+        for (int e = 0; e < E; e++) {
+            CHECK(memcmp(st.data + (size_t)e * q[e].data_bytes, q[e].data, q[e].data_bytes) == 0, "expert %d data", e);
+            if (st.tensor_scales) CHECK(st.tensor_scales[e] == q[e].tensor_scale, "expert %d tensor scale", e);
+            if (st.channel_scales) CHECK(memcmp(st.channel_scales + e * N, q[e].channel_scales, N * 4) == 0, "channels %d", e);
+            qmm_weight_free(&q[e]);
+        }
+        qmm_weight_free(&st);
+        qmm_weight none;
+        CHECK_STATUS(qmm_checkpoint_experts_load(f, "model.layers.1.mlp.experts.*.up_proj", &none), QMM_ERR_NOT_FOUND);
+        CHECK_STATUS(qmm_checkpoint_experts_load(f, "model.*.mlp.experts.*.down_proj", &none), QMM_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(qmm_checkpoint_experts_view(f, "model.layers.1.mlp.experts.0.down_proj", &none), QMM_ERR_UNSUPPORTED);
+        qmm_safetensors_close(f);
+    }
 }
 
 /* A checkpoint built tensor by tensor, to break the conventions one way at a time. */
@@ -357,6 +415,7 @@ int main(void)
     io_make_dir();
     test_round_trip_formats();
     test_experts();
+    test_experts_one_by_one();
     test_bad_conventions();
     test_quant_config();
     test_quantize_arguments();

@@ -29,26 +29,8 @@
 #include "commands.h"
 #include "common.h"
 #include "parse.h"
+#include "bench.h"
 #include "qmm_measure.h"
-
-#define BENCH_MAX_LIST 32
-#define BENCH_PROBE_ROWS 3
-#define BENCH_MAX_REPS 64               /* timed batches: the size of bench_time's array */
-#define BENCH_MAX_DIM ((size_t)1 << 40) /* --m and --shapes; the memory check is the real limit */
-
-typedef struct bench_options {
-    qmm_backend backend;
-    qmm_format formats[8];
-    int format_count;
-    size_t shapes[BENCH_MAX_LIST][2];
-    int shape_count;
-    size_t ms[BENCH_MAX_LIST];
-    int m_count;
-    qmm_path path;
-    qmm_dtype out_type, a_type;
-    int json, threads, reps;
-    double rotate_mb, batch_ms, workspace_mb, cool_ms;
-} bench_options;
 
 static void bench_usage(FILE *f)
 {
@@ -75,6 +57,11 @@ static void bench_usage(FILE *f)
             "  --cool-ms MS        pause before each row, so that a GPU's clock recovers from its power\n"
             "                      limit between rows (default 0)\n"
             "  --workspace-mb MB   the CUDA context's workspace (default: the backend's; see qmm_workspace_query)\n"
+            "  --moe E:TOPK        mixture of experts instead: stacks of E experts of each N:K (default shapes\n"
+            "                      5760:2880,2880:2880, gpt-oss-20b's), M tokens (default 1,4,16,64,256,1024)\n"
+            "                      routed to TOPK experts each (seeded, uniform): qmm_matmul_grouped against\n"
+            "                      a loop of qmm_matmul per expert, the touched experts' bytes over the time,\n"
+            "                      and from 256 tokens the dense GEMM rate of the same path (CPU backends)\n"
             "  --json              one JSON object per line instead of the table\n"
             "  --help              this text\n");
 }
@@ -151,20 +138,33 @@ static int bench_parse(int argc, char **argv, bench_options *o)
         else if (strcmp(opt, "--cool-ms") == 0) ok = tool_parse_real(v, 0, 600000, &o->cool_ms);
         /* at least one byte: 0 would mean the backend's default */
         else if (strcmp(opt, "--workspace-mb") == 0) ok = tool_parse_real(v, 1.0 / 1048576.0, 1048575.0, &o->workspace_mb);
+        else if (strcmp(opt, "--moe") == 0)
+            ok = tool_parse_shape(v, 1 << 20, &o->moe_experts, &o->moe_topk) && o->moe_topk <= o->moe_experts;
         else return fprintf(stderr, "qmm bench: unknown option '%s'\n", opt), -1;
         if (!ok) return fprintf(stderr, "qmm bench: bad option '%s %s'\n", opt, v), -1;
     }
+    if (o->moe_experts) { /* the mixture-of-experts run's own defaults where none were given */
+        bool shapes = false, ms = false;
+        for (int i = 0; i < seen.count; i++) {
+            shapes |= strcmp(seen.names[i], "--shapes") == 0;
+            ms |= strcmp(seen.names[i], "--m") == 0;
+        }
+        if (!shapes) bench_parse_shapes("5760:2880,2880:2880", o);
+        if (!ms) o->m_count = tool_parse_uint_list("1,4,16,64,256,1024", 1, BENCH_MAX_DIM, o->ms, BENCH_MAX_LIST);
+    }
     /* what a shape's run holds at once, for its largest shape: every weight's rotation copies (at
-     * least two, of a bf16 copy at most), A twice (bf16 and fp16), C on the host and in the context */
+     * least two, of a bf16 copy at most), A twice (bf16 and fp16), C on the host and in the context;
+     * with --moe, two stacks of E experts, each also prepared as a stack and expert by expert */
     size_t max_m = 0;
     for (int i = 0; i < o->m_count; i++) max_m = o->ms[i] > max_m ? o->ms[i] : max_m;
     for (int s = 0; s < o->shape_count; s++) {
         tool_bytes b = {0, false};
         const size_t n = o->shapes[s][0], k = o->shapes[s][1];
         tool_bytes_add(&b, (size_t)o->format_count + 1, (size_t)(o->rotate_mb * 1048576.0), 1);
-        tool_bytes_add(&b, (size_t)o->format_count + 1, n, k * 2 * 2);
-        tool_bytes_add(&b, max_m, k, 2 * 2);
-        tool_bytes_add(&b, max_m, n, 4 * 2);
+        if (o->moe_experts) tool_bytes_add(&b, 2 * 3 * o->moe_experts, n, k * 2);
+        else tool_bytes_add(&b, (size_t)o->format_count + 1, n, k * 2 * 2);
+        tool_bytes_add(&b, max_m * (o->moe_topk ? o->moe_topk : 1), k, 2 * 2);
+        tool_bytes_add(&b, max_m * (o->moe_topk ? o->moe_topk : 1), n, 4 * 2);
         if (!tool_bytes_fit("bench", &b)) return -1;
     }
     return 0;
@@ -234,7 +234,7 @@ typedef struct bench_run {
     qmm_machine_state machine;
 } bench_run;
 
-static size_t bench_elem(qmm_dtype t) { return t == QMM_DTYPE_FP32 ? 4 : 2; }
+size_t bench_elem(qmm_dtype t) { return t == QMM_DTYPE_FP32 ? 4 : 2; }
 
 /* Relative Frobenius error of C (out_type, m x n) against the reference rows repeated down M. */
 static double bench_check(const void *c, qmm_dtype t, size_t m, size_t n, const float *ref)
@@ -347,8 +347,7 @@ static void bench_print_row(const bench_options *o, qmm_context *ctx, const qmm_
     fflush(stdout);
 }
 
-/* Tolerance of the pre-timing check: the output type's rounding plus fp32 accumulation. */
-static double bench_tolerance(qmm_dtype t) { return t == QMM_DTYPE_BF16 ? 1e-2 : t == QMM_DTYPE_FP16 ? 2e-3 : 1e-4; }
+double bench_tolerance(qmm_dtype t) { return t == QMM_DTYPE_BF16 ? 1e-2 : t == QMM_DTYPE_FP16 ? 2e-3 : 1e-4; }
 
 /* One weight of a shape's run: the dense bf16 baseline (entry 0) or a quantized format, its rotation
  * copies, and the reference product of the probe rows with it. */
@@ -358,8 +357,7 @@ typedef struct bench_entry {
     float *ref;
 } bench_entry;
 
-/* Sleeps ms milliseconds (the --cool-ms pause before a row); nothing where ms <= 0. */
-static void bench_pause(double ms)
+void bench_pause(double ms)
 {
     if (ms <= 0) return;
     struct timespec ts = {(time_t)(ms / 1000), (long)(fmod(ms, 1000) * 1e6)};
@@ -475,8 +473,13 @@ int cmd_bench(int argc, char **argv)
         qmm_context_destroy(ctx);
         return tool_report("bench", st);
     }
-    bench_print_header(&o, ctx, &rates);
     int rc = 0;
+    if (o.moe_experts) {
+        rc = bench_moe(ctx, &o, &rates);
+        qmm_context_destroy(ctx);
+        return rc;
+    }
+    bench_print_header(&o, ctx, &rates);
     for (int s = 0; s < o.shape_count; s++) rc |= bench_shape(ctx, &o, &rates, o.shapes[s][0], o.shapes[s][1]);
     qmm_context_destroy(ctx);
     return rc;

@@ -53,6 +53,63 @@ static const char *inspect_role(const qmm_safetensors *f, const char *name, qmm_
     return buf;
 }
 
+/* A stack of experts: modelopt's experts stored one by one (PREFIX.experts.<i>.PROJ, shown with '*' for
+ * i), gpt-oss's in one tensor pair (X_blocks), or an unquantized 3-D PREFIX.experts.PROJ. */
+typedef struct inspect_stack {
+    char *name;
+    size_t experts, n, k;
+    const char *format;
+} inspect_stack;
+
+/* The stack a tensor belongs to (added to, or counted in, stacks[0 .. *count)). */
+static void inspect_collect(const qmm_safetensors *f, const qmm_tensor_view *v, inspect_stack **stacks, size_t *count)
+{
+    char *module = NULL, *pattern = NULL;
+    const char *part = tool_weight_part(v->name, &module);
+    qmm_checkpoint_weight w;
+    const char *digits = module ? strstr(module, ".experts.") : NULL;
+    size_t experts = 1, n = 0, k = 0;
+    const char *format = NULL;
+    const bool quantized = part && qmm_checkpoint_weight_info(f, module, &w) == QMM_OK;
+    if (quantized && strcmp(part, ".weight") != 0 && strcmp(part, "_blocks") != 0) {
+        /* a scale tensor: counted through its weight */
+    } else if (quantized) {
+        qmm_format_traits t;
+        qmm_format_get_traits(w.format, &t);
+        format = t.name, n = w.n, k = w.k, experts = w.count;
+        if (w.count > 1) {
+            pattern = tool_strip(module, 0);
+        } else if (digits) { /* PREFIX.experts.<i>.PROJ: the i as '*' */
+            const char *num = digits + strlen(".experts."), *end = num;
+            while (*end >= '0' && *end <= '9') end++;
+            if (end > num && *end == '.') {
+                pattern = malloc(strlen(module) + 2);
+                if (pattern) sprintf(pattern, "%.*s*%s", (int)(num - module), module, end);
+            }
+        }
+    } else if (v->ndim == 3 && (v->dtype == QMM_ST_F32 || v->dtype == QMM_ST_F16 || v->dtype == QMM_ST_BF16) &&
+               strstr(v->name, ".experts.") && !strchr(strstr(v->name, ".experts.") + 9, '.')) {
+        format = "unquantized", experts = v->shape[0], n = v->shape[1], k = v->shape[2];
+        pattern = tool_strip(v->name, 0);
+    }
+    free(module);
+    if (!pattern) return;
+    for (size_t i = 0; i < *count; i++)
+        if (strcmp((*stacks)[i].name, pattern) == 0) {
+            (*stacks)[i].experts++;
+            free(pattern);
+            return;
+        }
+    inspect_stack *grown = realloc(*stacks, (*count + 1) * sizeof *grown);
+    if (!grown) {
+        free(pattern);
+        return;
+    }
+    *stacks = grown;
+    inspect_stack s = {pattern, experts, n, k, format};
+    (*stacks)[(*count)++] = s;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -108,6 +165,21 @@ int cmd_inspect(int argc, char **argv)
                    shards > 1 ? qmm_text_escape(qmm_safetensors_shard_name(f, s), shard, sizeof shard) : "",
                    qmm_text_escape(key, k, sizeof k), qmm_text_escape(value, v, sizeof v));
         }
+    /* Stacks of experts, however stored. */
+    inspect_stack *stacks = NULL;
+    size_t stack_count = 0;
+    for (size_t i = 0; i < count; i++) {
+        qmm_tensor_view v;
+        qmm_safetensors_tensor_at(f, i, &v);
+        inspect_collect(f, &v, &stacks, &stack_count);
+    }
+    for (size_t i = 0; i < stack_count; i++) {
+        char safe[512];
+        printf("expert stack %s: %zu experts, %s %zu x %zu\n", qmm_text_escape(stacks[i].name, safe, sizeof safe),
+               stacks[i].experts, stacks[i].format, stacks[i].n, stacks[i].k);
+        free(stacks[i].name);
+    }
+    free(stacks);
     /* The folder's quantization config, when there is one. */
     char *dir = NULL;
     const char *slash = strrchr(argv[1], '/');

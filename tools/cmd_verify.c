@@ -95,25 +95,45 @@ static void verify_problem(verify_stats *s, const char *name, const char *what)
     s->problems++;
 }
 
+/* For PREFIX.experts.I.PROJ.weight (one expert of a stack that qmm quantize wrote expert by expert), the
+ * 3-D stack PREFIX.experts.PROJ of ORIG and I. */
+static bool verify_find_stack(const qmm_safetensors *orig, const char *name, qmm_tensor_view *ov, size_t *index)
+{
+    const char *ex = strstr(name, ".experts.");
+    if (!ex || !tool_ends_with(name, ".weight")) return false;
+    const char *num = ex + strlen(".experts."), *end = num;
+    while (*end >= '0' && *end <= '9') end++;
+    if (end == num || *end != '.') return false;
+    char stack[1024];
+    const int len = snprintf(stack, sizeof stack, "%.*s%.*s", (int)(num - name), name,
+                             (int)(strlen(end + 1) - strlen(".weight")), end + 1);
+    if (len < 0 || (size_t)len >= sizeof stack || qmm_safetensors_tensor_find(orig, stack, ov) != QMM_OK) return false;
+    *index = (size_t)strtoull(num, NULL, 10);
+    return ov->ndim == 3;
+}
+
 /* A quantized weight (a module of QUANT whose '.weight' or '_blocks' this is). */
 static void verify_weight(const qmm_safetensors *orig, const qmm_safetensors *q, const char *module,
                           const qmm_checkpoint_weight *info, const char *orig_name, double max_rel, bool check_rel,
                           bool quiet, verify_stats *s)
 {
     qmm_tensor_view ov;
-    if (qmm_safetensors_tensor_find(orig, orig_name, &ov) != QMM_OK) {
+    size_t slice = 0; /* expert `slice` of a 3-D stack in ORIG, for one expert of it in QUANT */
+    if (qmm_safetensors_tensor_find(orig, orig_name, &ov) != QMM_OK && !verify_find_stack(orig, orig_name, &ov, &slice)) {
         verify_problem(s, orig_name, "not in ORIG");
         return;
     }
     const size_t nd = ov.ndim;
-    bool shape_ok = info->count == 1 ? (nd == 2 && ov.shape[0] == info->n && ov.shape[1] == info->k)
+    bool shape_ok = info->count == 1 ? (nd == 2 && ov.shape[0] == info->n && ov.shape[1] == info->k) ||
+                                           (nd == 3 && slice < ov.shape[0] && ov.shape[1] == info->n && ov.shape[2] == info->k)
                                      : (nd >= 3 && ov.shape[nd - 2] == info->n && ov.shape[nd - 1] == info->k &&
                                         ov.elements == info->count * info->n * info->k);
-    float *w = shape_ok ? tool_view_floats(&ov) : NULL;
-    if (!w) {
+    float *all = shape_ok ? tool_view_floats(&ov) : NULL;
+    if (!all) {
         verify_problem(s, orig_name, shape_ok ? "ORIG is not F32, F16 or BF16" : "shape differs from the quantized weight");
         return;
     }
+    float *w = all + (info->count == 1 && nd == 3 ? slice * info->n * info->k : 0);
     qmm_format_traits t;
     qmm_format_get_traits(info->format, &t);
     char safe[512], where[600], bad[200];
@@ -123,7 +143,7 @@ static void verify_weight(const qmm_safetensors *orig, const qmm_safetensors *q,
         snprintf(where, sizeof where, "ORIG holds NaN or an infinity (matrix %zu, row %zu, column %zu): no error can "
                  "be measured", r / info->n, r % info->n, c);
         verify_problem(s, orig_name, where);
-        free(w);
+        free(all);
         return;
     }
     for (size_t e = 0; e < info->count; e++) {
@@ -152,7 +172,7 @@ static void verify_weight(const qmm_safetensors *orig, const qmm_safetensors *q,
         }
         if (check_rel && !(rel <= max_rel)) s->over++;
     }
-    free(w);
+    free(all);
 }
 
 /* Whether module has the scale tensors of a quantized weight (X.weight_scale or X_scales). */

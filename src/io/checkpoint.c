@@ -7,6 +7,8 @@
  * Nibbles are low first in every one of them, as in qmm's own layout, so the bytes are copied as they
  * are and a round trip is exact. Scalars are read with memcpy: tensor data is only byte-aligned. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -292,4 +294,97 @@ qmm_status qmm_safetensors_writer_add_experts(qmm_safetensors_writer *w, const c
         {"_scales", QMM_ST_U8, 3, {count, n, k / 32}, NULL, n * (k / 32)},
     };
     return qmm__add_tensors(fn, w, name, t, 2, experts, count);
+}
+
+qmm_status qmm_checkpoint_experts_view(const qmm_safetensors *f, const char *name, qmm_weight *out)
+{
+    static const char fn[] = "qmm_checkpoint_experts_view";
+    if (!f || !name || !out) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: NULL argument", fn);
+    qmm_checkpoint_weight info;
+    qmm__ckpt_parts p;
+    QMM__TRY(qmm__ckpt_find(fn, f, name, &info, &p));
+    if (!p.gpt_oss)
+        return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: '%.200s' is not a stack of experts in one tensor (name_blocks); "
+                         "qmm_checkpoint_experts_load gathers experts stored one by one", fn, name);
+    qmm_weight w;
+    QMM__TRY(qmm_weight_init_experts(&w, QMM_FORMAT_MXFP4, info.count, info.n, info.k));
+    /* the file's bytes, borrowed: the mapping is read-only and lives until qmm_safetensors_close */
+    w.data = (uint8_t *)(uintptr_t)p.blocks.data;
+    w.data_bytes = p.blocks.bytes;
+    w.block_scales = (uint8_t *)(uintptr_t)p.scale.data;
+    w.block_scale_bytes = p.scale.bytes;
+    QMM__TRY(qmm__weight_validate(fn, &w));
+    *out = w;
+    return QMM_OK;
+}
+
+/* pattern with its one '*' replaced by the decimal i, malloc'd. */
+static char *qmm__expert_name(const char *pattern, size_t i)
+{
+    const char *star = strchr(pattern, '*');
+    char num[24];
+    const int len = snprintf(num, sizeof num, "%zu", i);
+    const size_t a = (size_t)(star - pattern), b = strlen(star + 1);
+    char *s = malloc(a + (size_t)len + b + 1);
+    if (!s) return NULL;
+    memcpy(s, pattern, a);
+    memcpy(s + a, num, (size_t)len);
+    memcpy(s + a + (size_t)len, star + 1, b + 1);
+    return s;
+}
+
+qmm_status qmm_checkpoint_experts_load(const qmm_safetensors *f, const char *name, qmm_weight *out)
+{
+    static const char fn[] = "qmm_checkpoint_experts_load";
+    if (!f || !name || !out) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: NULL argument", fn);
+    const char *star = strchr(name, '*');
+    if (!star) { /* one tensor holding the stack: a copy of its view */
+        qmm_weight v, w;
+        QMM__TRY(qmm_checkpoint_experts_view(f, name, &v));
+        QMM__TRY(qmm_weight_alloc_experts(&w, v.format, v.experts, v.n, v.k));
+        memcpy(w.data, v.data, w.data_bytes);
+        memcpy(w.block_scales, v.block_scales, w.block_scale_bytes);
+        *out = w;
+        return QMM_OK;
+    }
+    if (strchr(star + 1, '*')) return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: '%.200s' has more than one '*'", fn, name);
+    /* experts stored one by one (modelopt): name with '*' = 0, 1, 2, ... until one is missing */
+    qmm_checkpoint_weight first = {0};
+    size_t experts = 0;
+    for (;; experts++) {
+        char *module = qmm__expert_name(name, experts);
+        if (!module) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        qmm_checkpoint_weight info;
+        qmm__ckpt_parts p;
+        const qmm_status st = qmm__ckpt_find(fn, f, module, &info, &p);
+        const bool same = st == QMM_OK && (experts == 0 || (info.format == first.format && info.n == first.n &&
+                                                            info.k == first.k)) && info.count == 1;
+        free(module);
+        if (st == QMM_ERR_NOT_FOUND) break;
+        if (st != QMM_OK) return st;
+        if (!same) return qmm__fail(QMM_ERR_MALFORMED, "%s: expert %zu of '%.200s' differs from expert 0 in format or shape",
+                                    fn, experts, name);
+        if (experts == 0) first = info;
+    }
+    if (experts == 0) return qmm__fail(QMM_ERR_NOT_FOUND, "%s: no expert '%.200s' (the '*' from 0)", fn, name);
+    qmm_weight w;
+    QMM__TRY(qmm_weight_alloc_experts(&w, first.format, experts, first.n, first.k));
+    for (size_t e = 0; e < experts; e++) {
+        char *module = qmm__expert_name(name, e);
+        qmm_weight one;
+        const qmm_status st = module ? qmm_checkpoint_weight_load(f, module, 0, &one)
+                                     : qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        free(module);
+        if (st != QMM_OK) {
+            qmm_weight_free(&w);
+            return st;
+        }
+        memcpy(w.data + e * one.data_bytes, one.data, one.data_bytes);
+        if (one.block_scales) memcpy(w.block_scales + e * one.block_scale_bytes, one.block_scales, one.block_scale_bytes);
+        if (one.channel_scales) memcpy(w.channel_scales + e * w.n, one.channel_scales, w.n * sizeof(float));
+        if (w.tensor_scales) w.tensor_scales[e] = one.tensor_scale;
+        qmm_weight_free(&one);
+    }
+    *out = w;
+    return QMM_OK;
 }

@@ -13,6 +13,7 @@
 
 #include "../core/error.h"
 #include "../core/format.h"
+#include "../core/weight.h"
 #include "ckpt_plan.h"
 #include "fileutil.h"
 
@@ -29,24 +30,48 @@ void qmm_checkpoint_quantize_options_init(qmm_checkpoint_quantize_options *o)
     o->recipe = QMM_RECIPE_DEFAULT;
 }
 
-/* What happens to a tensor: quantized (a 2-D Linear weight of a float type, not excluded) or copied;
- * *why says why a 2-D float *.weight is copied. */
+/* A stack of experts in one 3-D tensor (E, N, K): a float tensor named PREFIX.experts.PROJ (gpt-oss
+ * style, no .weight suffix), each expert a Linear weight of N x K. */
+static bool qmm__ckpt_is_stack(const qmm_tensor_view *v)
+{
+    if (v->ndim != 3) return false;
+    const char *last = strrchr(v->name, '.');
+    if (!last || last - v->name < 8 || strncmp(last - 8, ".experts", 8) != 0) return false;
+    return v->dtype == QMM_ST_F32 || v->dtype == QMM_ST_F16 || v->dtype == QMM_ST_BF16;
+}
+
+/* The module name of a tensor that is quantized: X of X.weight, or the stack's own name. */
+static char *qmm__ckpt_module(const qmm_tensor_view *v)
+{
+    const size_t len = strlen(v->name) - (v->ndim == 2 ? strlen(".weight") : 0);
+    char *m = malloc(len + 1);
+    if (m) {
+        memcpy(m, v->name, len);
+        m[len] = '\0';
+    }
+    return m;
+}
+
+/* What happens to a tensor: quantized (a 2-D Linear weight or a 3-D stack of experts of a float type, not
+ * excluded) or copied; *why says why such a tensor is copied. */
 static bool qmm__ckpt_should_quantize(const qmm__ckpt *c, const qmm_tensor_view *v, const char **why)
 {
     *why = NULL;
     const size_t len = strlen(v->name);
-    if (len < 7 || strcmp(v->name + len - 7, ".weight") != 0 || v->ndim != 2) return false;
+    const bool linear = len >= 7 && strcmp(v->name + len - 7, ".weight") == 0 && v->ndim == 2;
+    if (!linear && !qmm__ckpt_is_stack(v)) return false;
     if (v->dtype != QMM_ST_F32 && v->dtype != QMM_ST_F16 && v->dtype != QMM_ST_BF16) return false;
     for (size_t i = 0; i < c->exclude_count; i++)
         if (regexec(&c->exclude[i], v->name, 0, NULL, 0) == 0) {
             *why = "excluded";
             return false;
         }
-    if (v->shape[0] == 0 || v->shape[1] == 0) {
+    const size_t n = v->shape[v->ndim - 2], k = v->shape[v->ndim - 1];
+    if (v->elements == 0 || n == 0 || k == 0) {
         *why = "empty";
         return false;
     }
-    if (qmm__format_traits(c->format)->element_bits == 4 && v->shape[1] % 2) {
+    if (qmm__format_traits(c->format)->element_bits == 4 && k % 2) {
         *why = "odd K cannot be stored as packed nibbles unambiguously";
         return false;
     }
@@ -69,7 +94,8 @@ static void *qmm__ckpt_job_run(void *arg)
     qmm__ckpt_job *j = arg;
     const qmm_tensor_view *v = &j->v;
     const qmm_dtype src = v->dtype == QMM_ST_F32 ? QMM_DTYPE_FP32 : v->dtype == QMM_ST_F16 ? QMM_DTYPE_FP16 : QMM_DTYPE_BF16;
-    const size_t esize = v->dtype == QMM_ST_F32 ? 4 : 2, n = v->shape[0], k = v->shape[1];
+    const size_t esize = v->dtype == QMM_ST_F32 ? 4 : 2, experts = v->ndim == 3 ? v->shape[0] : 1;
+    const size_t n = v->shape[v->ndim - 2], k = v->shape[v->ndim - 1];
     /* tensor data is only byte-aligned in the file: an unaligned one is copied before it is read */
     void *copy = NULL;
     const void *data = v->data;
@@ -83,7 +109,7 @@ static void *qmm__ckpt_job_run(void *arg)
         memcpy(copy, v->data, v->bytes);
         data = copy;
     }
-    j->st = qmm_weight_alloc(&j->q, j->c->format, n, k);
+    j->st = v->ndim == 3 ? qmm_weight_alloc_experts(&j->q, j->c->format, experts, n, k) : qmm_weight_alloc(&j->q, j->c->format, n, k);
     j->allocated = j->st == QMM_OK;
     if (j->st == QMM_OK) j->st = qmm_quantize(j->c->recipe, src, data, k, &j->q);
     if (j->st != QMM_OK) snprintf(j->error, sizeof j->error, "%s", qmm_last_error());
@@ -102,6 +128,32 @@ static qmm_status qmm__ckpt_progress(qmm__ckpt *c, const char *name)
     return QMM_OK;
 }
 
+/* A quantized stack of experts in the convention of its format: MXFP4 with whole 32-element blocks as
+ * gpt-oss's name_blocks / name_scales; otherwise (modelopt NVFP4 and FP8, MXFP4 with a partial block)
+ * expert by expert as PREFIX.experts.E.PROJ Linear weights. */
+static qmm_status qmm__ckpt_add_stack(const qmm__ckpt *c, qmm_safetensors_writer *w, const char *name, const qmm_weight *q)
+{
+    qmm_weight *each = malloc(q->experts * sizeof *each);
+    if (!each) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", c->fn);
+    for (size_t e = 0; e < q->experts; e++) qmm__weight_expert(q, e, &each[e]);
+    qmm_status st = QMM_OK;
+    if (q->format == QMM_FORMAT_MXFP4 && q->k % 32 == 0) {
+        st = qmm_safetensors_writer_add_experts(w, name, each, q->experts);
+    } else {
+        const char *proj = strrchr(name, '.') + 1; /* the name is PREFIX.experts.PROJ */
+        const size_t head = (size_t)(proj - name);
+        char *module = malloc(head + 24 + strlen(proj));
+        for (size_t e = 0; module && st == QMM_OK && e < q->experts; e++) {
+            snprintf(module, head + 24 + strlen(proj), "%.*s%zu.%s", (int)head, name, e, proj);
+            st = qmm_safetensors_writer_add_weight(w, module, &each[e]);
+        }
+        if (!module) st = qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", c->fn);
+        free(module);
+    }
+    free(each);
+    return st;
+}
+
 /* Quantizes jobs[0 .. count) at once, one thread each, then adds them to w in order. */
 static qmm_status qmm__ckpt_batch(qmm__ckpt *c, qmm_safetensors_writer *w, qmm__ckpt_job *jobs, size_t count)
 {
@@ -118,14 +170,10 @@ static qmm_status qmm__ckpt_batch(qmm__ckpt *c, qmm_safetensors_writer *w, qmm__
         if (st == QMM_OK && jobs[i].st != QMM_OK)
             st = qmm__fail(jobs[i].st, "%s: tensor '%.200s': %s", c->fn, jobs[i].v.name, jobs[i].error);
         if (st == QMM_OK) {
-            const size_t len = strlen(jobs[i].v.name) - strlen(".weight");
-            char *module = malloc(len + 1);
-            if (module) {
-                memcpy(module, jobs[i].v.name, len);
-                module[len] = '\0';
-            }
-            st = module ? qmm_safetensors_writer_add_weight(w, module, &jobs[i].q)
-                        : qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", c->fn);
+            char *module = qmm__ckpt_module(&jobs[i].v);
+            st = !module ? qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", c->fn)
+                 : jobs[i].q.experts > 1 ? qmm__ckpt_add_stack(c, w, module, &jobs[i].q)
+                                         : qmm_safetensors_writer_add_weight(w, module, &jobs[i].q);
             free(module);
             if (st == QMM_OK) {
                 c->done++;
@@ -177,9 +225,8 @@ static qmm_status qmm__ckpt_shard(qmm__ckpt *c, size_t shard, size_t *next, cons
             pending++;
             continue;
         }
-        if (why) { /* a 2-D float *.weight left unquantized: named in the quantization config */
-            const size_t len = strlen(v.name) - strlen(".weight");
-            char *module = malloc(len + 1);
+        if (why) { /* a weight left unquantized: named in the quantization config */
+            char *module = qmm__ckpt_module(&v);
             char **e = realloc(c->excluded, (c->excluded_count + 1) * sizeof *e);
             if (e) c->excluded = e;
             if (!module || !e) {
@@ -187,8 +234,6 @@ static qmm_status qmm__ckpt_shard(qmm__ckpt *c, size_t shard, size_t *next, cons
                 st = qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", c->fn);
                 break;
             }
-            memcpy(module, v.name, len);
-            module[len] = '\0';
             c->excluded[c->excluded_count++] = module;
         }
         st = qmm_safetensors_writer_add(w, v.name, v.dtype, v.ndim, v.shape, v.data, v.bytes);
