@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Issues 3 and 4's speed targets read off one `qmm bench --backend cuda --json` run (the default shapes
-and M): each target's rows, the range of their speedups (or shares of the copy bandwidth), and which rows
-miss it. The ratios are the benchmark's own (each against the dense row of the same run and M).
+"""The CUDA speed targets of BENCHMARKS.md read off one `qmm bench --backend cuda --json` run (the
+default shapes and M): each target's rows, the range of their speedups (or shares of the copy bandwidth),
+and which rows miss it. The ratios are the benchmark's own (each against the dense row of the same run
+and M).
 
 Usage: scripts/bench_targets.py BENCH.jsonl"""
 import json
@@ -10,7 +11,7 @@ import sys
 FP4 = ("nvfp4", "mxfp4")
 FP8 = ("fp8_tensor", "fp8_channel")
 LARGE = ((28672, 8192), (8192, 28672))
-ISSUE4_FP4 = {16: 3.3, 32: 3.0, 64: 2.5, 128: 1.6, 256: 1.1}
+FUSED_FP4 = {16: 3.3, 32: 3.0, 64: 2.5, 128: 1.6, 256: 1.1}
 
 
 def report(title, rows, value, target, fmt="{:.2f}x"):
@@ -40,14 +41,14 @@ def main():
                                          (shapes is None or (r["N"], r["K"]) in shapes)]
     cool = sum(1 for r in rows if r.get("sm_mhz", 0) >= 1980)
     print(f"{len(rows)} rows, {cool} of them at 1980 MHz or more; copy bandwidth {rows[0].get('copy_gbps', 0):.0f} GB/s")
-    print("Issue 3:")
+    print("GEMV and large M:")
     report("  NVFP4/MXFP4 M = 1 on (28672, 8192), (8192, 28672), % of copy bandwidth",
            sel(FP4, 1, LARGE), lambda r: r["pct_bw"], 85.0, "{:.1f}%")
     report("  FP8 M = 1, all shapes", sel(FP8, 1), speed, 1.9)
     for m in (2048, 4096, 8192):
         report(f"  every format M = {m}", sel(FP4 + FP8, m), speed, 0.93)
-    print("Issue 4:")
-    for m, t in ISSUE4_FP4.items():
+    print("Fused path:")
+    for m, t in FUSED_FP4.items():
         report(f"  NVFP4/MXFP4 M = {m}", sel(FP4, m), speed, t)
     for m in (2, 4, 8, 16, 32, 64):
         report(f"  FP8 M = {m}", sel(FP8, m), speed, 1.8)

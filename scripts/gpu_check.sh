@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One call on the lent GPU machine: build, the CUDA tests, a memory check, the tool's default run and
-# the benchmark. Full logs go to $OUT (seven files: the device tool brings back eight at most); the end
-# of stdout is a summary. Usage: scripts/gpu_check.sh [BENCH_ARGS...] (default: the full default benchmark).
+# The whole check on a machine with an NVIDIA GPU: build, the CUDA tests, a memory check, the tool's
+# default run and the benchmark. Full logs go to $OUT (default out/, seven files); the end of stdout is
+# a summary. Usage: scripts/gpu_check.sh [BENCH_ARGS...] (default: the full default benchmark).
 set -uo pipefail
 . "$(dirname "$0")/gpu_lib.sh"
 

@@ -5,9 +5,9 @@ LDG.E.64, the 8-byte loads of their block scales) it finds the first later instr
 its registers on the fall-through path (through labels and conditional branches, up to an unconditional
 branch or exit). If that is a register move into the registers of another such load (a ring slot),
 ptxas loaded the next tile into spare registers and copies it into the slot, and the copy waits for the
-load: the ring then holds about one tile in flight instead of `depth` (found on 2026-11-30: PIPE at 16
-rows copied all 16 of its loads, ~100 instructions after each). Prints, per kernel, the loads and those
-moved; exits 1 when any load is moved.
+load: the ring then holds about one tile in flight instead of `depth` (with its loads issued before the
+tile, PIPE at 16 rows gets all 16 of them copied, about 100 instructions after each). Prints, per kernel,
+the loads and those moved; exits 1 when any load is moved.
 Usage: scripts/sass.sh TU REGEX [NVCC_FLAGS] | scripts/ring_moves.py [-]"""
 import re
 import signal

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# SASS of one CUDA translation unit for sm_90a, here without a GPU: nvcc -cubin, then nvdisasm, which
-# the CUDA toolkit of this machine lacks and which comes from NVIDIA's PyPI wheel
-# (nvidia-cuda-nvdisasm) into the ignored .tools/ on first use. Prints the functions whose mangled
+# SASS of one CUDA translation unit for sm_90a, without a GPU: nvcc -cubin, then nvdisasm, which a
+# minimal CUDA toolkit lacks and which comes from NVIDIA's PyPI wheel (nvidia-cuda-nvdisasm) into the
+# ignored .tools/ on first use. Prints the functions whose mangled
 # names match REGEX, or with -c their counts of instructions by opcode.
 # Usage: scripts/sass.sh [-c] TU REGEX [NVCC_FLAGS...]
 #   e.g. scripts/sass.sh -c src/cuda/kernels_mma_nvfp4.cu mma_kernel_wgrs -DQMM_CUDA_SM90A

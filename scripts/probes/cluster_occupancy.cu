@@ -1,4 +1,4 @@
-/* Probe, not part of qmm (BENCHMARKS.md, seventeenth session): how many clusters of the WG kernel
+/* Probe, not part of qmm (docs/cuda.md, "Clusters"): how many clusters of the WG kernel
  * (kernels_mma_wg.cuh, NVFP4, 64- and 128-row CTAs) the current device holds at once, for cluster sizes
  * 1 to 8, under the default (spread) and the load-balancing scheduling policy
  * (cudaOccupancyMaxActiveClusters), against its CTA slots without clusters

@@ -1,10 +1,11 @@
-/* Probe, not part of qmm (BENCHMARKS.md, twenty-first session, Next item 2): how the block scheduler places
+/* Probe, not part of qmm (docs/cuda.md, "Programmatic dependent launch"): how the block scheduler places
  * a grid that is smaller than the device's CTA slots. Each CTA records its SM (%smid) and holds it for
  * about 100 us, so the whole grid is resident at once; the probe prints, per configuration (grid, CTAs
  * per SM allowed by shared memory), how many SMs received 0, 1, 2, ... CTAs. Breadth-first placement
  * gives every SM floor or ceil(grid / SMs); depth-first packing leaves SMs idle while others hold the
- * most that fit. The 16-row WHOLE kernel on (6144, 18432) took 40.9 us at M = 9 (75 KB: three CTAs per
- * SM, 240 CTAs) and 32.9 at M = 12 (97 KB: two per SM), which packing would explain.
+ * most that fit. On the H200 an ordinary launch places breadth-first; the question arose from the 16-row
+ * WHOLE kernel on (6144, 18432), 40.9 us at M = 9 (75 KB: three CTAs per SM, 240 CTAs) against 32.9 at
+ * M = 12 (97 KB: two per SM), which packing would explain and a dependent launch's placement does.
  * Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a scripts/probes/cta_placement.cu
  * Run: ./a.out (prints one line per configuration; exit 1 on a CUDA error) */
 #include <cuda_runtime.h>

@@ -1,4 +1,4 @@
-/* Probe, not part of qmm (BENCHMARKS.md, thirty-third session; run with scripts/gpu_probe_ceiling.sh): how
+/* Probe, not part of qmm (BENCHMARKS.md, the causes of the M = 1 and M = 16 targets): how
  * fast can a register-ring kernel stream NVFP4 and FP8 weights of (8192, 28672) through the library's
  * own decode and MMAs, with nothing else in the way: no activations staged (the B fragments come from a small
  * shared buffer that never changes), no split-K reduction, no epilogue, one wave of CTAs?

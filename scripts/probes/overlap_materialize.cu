@@ -1,11 +1,11 @@
-/* Probe, not part of qmm (BENCHMARKS.md, forty-second session): can materialize's dequantization hide
- * under cuBLASLt's GEMM at M = 2048? The GEMM is persistent and holds every SM (twenty-fourth session), so
+/* Probe, not part of qmm (BENCHMARKS.md, the cause of the M >= 2048 target): can materialize's
+ * dequantization hide under cuBLASLt's GEMM at M = 2048? The GEMM is persistent and holds every SM, so
  * the probe asks cuBLASLt for fewer SMs (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET) and runs a stand-in for the
  * dequantization (reads 0.5 byte and writes 2 bytes per weight element, like NVFP4 -> bf16) on a stream of
  * lower priority, chunk by chunk along N:
  *   dq(0); then GEMM(i) on the high-priority stream while dq(i + 1) runs on the low one.
  * Printed per shape: the GEMM alone at each SM target (whole and in chunks), the stand-in alone, the
- * serial sum (today's materialize) and each pipelined configuration, all medians of 15 after 3.
+ * serial sum (the library's materialize) and each pipelined configuration, all medians of 15 after 3.
  * Build: nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a scripts/probes/overlap_materialize.cu -lcublasLt
  * Run: ./a.out [M] (default 2048; exit 1 on a CUDA or cuBLASLt error) */
 #include <cublasLt.h>
@@ -140,7 +140,7 @@ int main(int argc, char **argv)
             if (ti == 0) t_full = t;
             std::printf("  GEMM whole, SM target %3d: %.1f us (%.3f of target 0)\n", targets[ti], t, t_full / t);
         }
-        std::printf("  serial dq + GEMM (today): %.1f us, ratio to GEMM %.3f\n", t_dq + t_full, t_full / (t_dq + t_full));
+        std::printf("  serial dq + GEMM (materialize): %.1f us, ratio to GEMM %.3f\n", t_dq + t_full, t_full / (t_dq + t_full));
         for (int chunks = 2; chunks <= 4; chunks++) {
             const size_t step = (n / chunks + 127) / 128 * 128;
             std::vector<size_t> r0s, rcs;

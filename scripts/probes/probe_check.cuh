@@ -21,8 +21,8 @@
     } while (0)
 
 /* The wgmma descriptor of a no-swizzle K-major operand at shared address addr: LBO lbo bytes between
- * 8-column groups, SBO sbo between 8-row groups (the library's kernel reads A in the 128-byte swizzle
- * since the thirty-fifth session, wg_desc_sw_of; the probes' layouts are the no-swizzle one) */
+ * 8-column groups, SBO sbo between 8-row groups (the library's kernel reads A in the 128-byte swizzle,
+ * wg_desc_sw_of; the probes' layouts are the no-swizzle one) */
 __device__ __forceinline__ uint64_t desc_of(uint32_t addr, uint32_t lbo, uint32_t sbo)
 {
     return (uint64_t)((addr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);

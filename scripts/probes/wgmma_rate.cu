@@ -1,4 +1,4 @@
-/* Probe, not part of qmm (BENCHMARKS.md, thirty-third session; run with scripts/gpu_probe_ceiling.sh): what
+/* Probe, not part of qmm (docs/cuda.md, "Ceilings"): what
  * one register-A wgmma m64nNk16 (bf16, fp32 accumulators) costs the tensor pipe of an SM, by N, with
  * nothing else running: no decode, no copies. The fused path's WG kernels issue one per k-tile per
  * warpgroup and M tile, 229 K of them per SM-wave on (8192, 28672) (128 strip groups of 64 rows x 1792

@@ -1,4 +1,4 @@
-/* Probe, not part of qmm (BENCHMARKS.md, fifteenth session; run with scripts/gpu_probe_wgmma.sh): can
+/* Probe, not part of qmm (docs/cuda.md, "The WG kernel"): can
  * register-A wgmma run the NVFP4 decode of qmm's tile layout near the tensor pipe's rate?
  *
  * A CTA = NWG consumer warpgroups (4 strips of qmm's layout, 64 weight rows, each) + 1 producer warp that
@@ -14,8 +14,7 @@
  * CH2 = 1: even and odd k-tiles on two accumulator sets. MINB: CTAs per SM. swap = 1 exchanges LBO and
  * SBO (on the H200 an illegal address: LBO is the step along K).
  *
- * Timing: on the one copy of the weights and rotated over copies of 512 MB or more (the second added
- * after the fifteenth session's runs, whose figures are the one-copy ones).
+ * Timing: on the one copy of the weights and rotated over copies of 512 MB or more.
  * Checks: the sums of the per-split partials against a double-precision reference built from the same
  * decode, and (MT <= 128, CH2 = 0) each partial bitwise against mma.sync m16n8k16 with the same k-tile
  * order and split. Timing: median of 20 launches after 5.
@@ -246,7 +245,7 @@ int main(int argc, char **argv)
     mma_params p{};
     for (int i = 0; i < kPow2Count; i++) p.pow2[i] = 1u << kPow2Shifts[i];
     const int which = argc > 1 ? std::atoi(argv[1]) : 0;
-    if (which == 4) { /* BENCHMARKS.md Next item 1: the WG variant's configuration, one copy against rotated */
+    if (which == 4) { /* the WG variant's configuration, one copy against rotated */
         run<64, 3, 0, 2>(8192, 28672, 4, 0, p);
         run<64, 3, 0, 2>(28672, 8192, 1, 0, p);
         run<128, 4, 0>(8192, 28672, 2, 0, p);

@@ -1,4 +1,4 @@
-/* Probe, not part of qmm (BENCHMARKS.md, thirty-fourth session; run with scripts/gpu_probe_split.sh): at
+/* Probe, not part of qmm (BENCHMARKS.md, the cause of the M = 64 target): at
  * M = 64, can decode warps that write bf16 weights to shared memory by stmatrix, for a warpgroup that
  * only issues shared-memory wgmma (SS), beat the library's 64-row WG kernel, whose warpgroups decode
  * into wgmma's register A operand and multiply in lockstep (70.1 us on (8192, 28672), NVFP4)?
@@ -21,20 +21,20 @@
  *   file per 4-warp partition): MMA warp 0 copies each chunk's activations (8 KB, laid out beforehand in
  *   the same core-matrix order) by one bulk copy into a ring of SA slots of their own, SA chunks ahead,
  *   once every MMA warp has released the slot. The whole warp waits for that release: with lane 0
- *   waiting alone (while the other 31 lanes went on to the next chunk's waits) set 2's MODE 3 hung on
- *   the H200 (thirty-fourth session, call 6), and with the wait in a C++ loop that gives up after 2^20
- *   tries every configuration ran 1.25-1.9x slower (calls 3 and 4), so neither is here.
+ *   waiting alone (while the other 31 lanes go on to the next chunk's waits) set 2's MODE 3 hangs on
+ *   the H200, and with the wait in a C++ loop that gives up after 2^20 tries every configuration runs
+ *   1.25-1.9x slower.
  * The decode warps' slots hold G chunks of NW x 64 decoded weights (S slots), the activations' slots G
  * chunks too (SA slots): one hand-over (barrier round trip, commit group of 4 G wgmmas) per G chunks
  * (set 3; G = 1 elsewhere). MODE 0 is the whole kernel; MODE 1 the same with the decode warps' global
  * loads and decode left out (they store the same registers every chunk: the MMAs, stores and
  * activations alone); MODE 2 leaves the stores out too
  * (the MMAs and activations alone); MODE 3 is the whole kernel without the MMAs (each slot released once
- * it is full: the loads, decode and stores alone). Sets 0 and 1 were first run (call 1, commit a809387)
- * with the activations in the weights' slots (one ring, SA = S) and lane 0 of MMA warp 0 alone waiting
- * for the release; those are the figures of BENCHMARKS.md's table. With the activations' own ring (lane
- * 0 still waiting alone) set 0 ran 0.99-1.08x a809387's time at MODE 0 and 1.05-1.24x at MODE 2 (call
- * 5), and the whole warp's wait took set 2's first MODE 2 from 55.9 to 63.1 us (calls 6 and 7).
+ * it is full: the loads, decode and stores alone). On the H200, (8192, 28672): 82.0 us at best at
+ * MODE 0, the MMA side alone (MODE 2, ORIENT 0) 51-56 us, the loads, decode and stores alone (MODE 3)
+ * 58-64 us, and ORIENT 1's MMAs alone 78 us (twice the shared bytes per wgmma). Those figures come from
+ * a variant with one ring for weights and activations (SA = S) and lane 0 alone waiting for the release;
+ * this one, with the activations' own ring and the whole warp waiting, takes 0.99-1.24x their time.
  *
  * Checks (MODE 0): the sums of the splits' partials against a double-precision reference, and each
  * partial bitwise against mma.sync m16n8k16 with the same split and k-tile order (nvfp4_problem.cuh).
@@ -257,7 +257,7 @@ static void run(nvfp4_problem &pb, int splits, const mma_params &p)
     using cf = scfg<ORIENT, NW, ND>;
     auto kern = split_kernel<MODE, ORIENT, NW, ND, S, SA, D, MINB, G>;
     /* a slot is released one group late (after the next group's MMAs are issued), so one weight slot
-     * deadlocks: the thirty-fourth session's call 8 ran S = 1 and hung there */
+     * deadlocks (S = 1 hangs) */
     static_assert(S >= 2 && SA >= 2, "two slots or more in each ring");
     const int n = pb.n;
     if (pb.chunks % (splits * G) || n % NW) {

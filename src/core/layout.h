@@ -1,5 +1,6 @@
-/* Block-scale layouts (DESIGN.md): where scale (r, c) of an N x ceil(K/B) scale matrix lives in each
- * layout. Pure index math, shared by the public conversion and by any backend that preshuffles. */
+/* Block-scale layouts (docs/design.md, "Scale layouts", with their sources): where scale (r, c) of an
+ * N x ceil(K/B) scale matrix lives in each layout. Pure index math, shared by the public conversion and by
+ * any backend that preshuffles. */
 #ifndef QMM_CORE_LAYOUT_H
 #define QMM_CORE_LAYOUT_H
 

@@ -1,4 +1,4 @@
-/* Quantization recipes, bit-exact with the producers of real checkpoints (DESIGN.md). Every recipe
+/* Quantization recipes, bit-exact with the producers of real checkpoints (docs/design.md). Every recipe
  * computes in fp32 in the producer's order; nothing is written before the whole input is checked. */
 #include <math.h>
 #include <stdlib.h>

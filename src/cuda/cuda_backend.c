@@ -1,5 +1,5 @@
 /* The CUDA backend: context state (device, stream, cuBLASLt, workspace), weight preparation (upload of
- * the tile layout of README.md), the dispatcher and the paths: GEMV and fused (the tensor-core kernels
+ * the tile layout of docs/cuda.md), the dispatcher and the paths: GEMV and fused (the tensor-core kernels
  * of kernels_mma.cuh) and materialize (dequantize into the workspace, then cuBLASLt with its fused
  * epilogue). Nothing in
  * qmm_matmul allocates, synchronizes or copies between host and device, so calls can be captured in a
@@ -48,131 +48,45 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
 }
 
 /* ---- the dispatcher's table ----
- * Per encoding: the largest M for the GEMV path (the tensor-core kernel with one 8-row group of A) and
- * for the fused path (16-, 32- or 64-row groups); above, materialize. The three encodings' rows are
- * equal today; the table keeps them apart because each was measured on its own. Measured on an H200
- * with `qmm bench --path gemv`, `--path fused` and `--path materialize` on the five default shapes
- * (BENCHMARKS.md, "Eighth session" and "Fourteenth session", where the earlier measurements are too):
- * - GEMV against fused (2026-11-30, NVFP4 and FP8): the GEMV is faster at M = 8 on 8 of the 10
- *   shape-format pairs (NVFP4 4096 x 14336: 19.6 against 23.9 us), ties on FP8 14336 x 4096 (25.7
- *   against 25.6) and is slower on NVFP4 8192 x 28672 (57.3 against 50.7); at M = 12 it is slower on
- *   all 10 (6144 x 18432 NVFP4: 49.0 against 35.4).
- * - Fused against materialize (2026-12-01, with tall pairs, NVFP4, MXFP4 and FP8 per channel): fused is
- *   faster up to M = 128 on every shape (at M = 128 14336 x 4096 NVFP4 69.4 against 80.9 us, 6144 x
- *   18432 144.6 against 150.5, FP8 157.7 against 168.1; before tall pairs only the two shapes of 235 M
- *   elements were); at M = 256 materialize is faster everywhere (14336 x 4096 NVFP4 91.1 against
- *   133.4, 28672 x 8192 364.2 against 393.4).
- * - Fused against materialize past M = 128 on large weights (2026-12-01, seventeenth session, NVFP4,
- *   main da18925): on the two shapes of 235 M elements fused is faster at M = 160 and 192 (28672 x
- *   8192: 289.3 against 319.0 and 292.9 against 336.9 us; 8192 x 28672: 265.1 against 329.2, 265.2
- *   against 338.7), and at 224 and 256 level or faster on 28672 x 8192 (344.6 against 345.0, 344.8
- *   against 363.0) and, by the WG variant's coarse units at four M tiles (wg_choose in
- *   kernels_mma_launch.cuh), on 8192 x 28672 (280.2 against 348.0, 280.6 against 359.5); on 6144 x
- *   18432 (113 M elements) slower at 192 (168.2 against 160.8). So NVFP4 weights of fused_large_elems
- *   elements or more take fused up to fused_large_max_m. Checked on ddd2bb8 (eighteenth session, call
- *   1): the dispatcher's NVFP4 path gave 286.7/291.5/343.5/343.4 us on 28672 x 8192 at M = 160..256 and
- *   263.4/265.3/277.3/278.6 on 8192 x 28672. MXFP4 (the same kernels) alike, fused against materialize:
- *   28672 x 8192 283.9/288.0/343.4/344.8 against 318.1/335.4/342.1/354.5, 8192 x 28672
- *   261.5/263.2/279.7/281.6 against 325.5/339.3/346.9/355.7, so it takes the same row. FP8, slower
- *   fused there while it had no WG variant (28672 x 8192 M = 160 381.1 against 340.3 per tensor), takes
- *   it too since the WG variant runs FP8 (call 3): per tensor 28672 x 8192 M = 160..256
- *   271.5/275.3/319.7/326.7 against materialize's 338.4/357.2/364.9/381.7, 8192 x 28672
- *   253.6/250.7/247.3/255.3 against 346.5/358.1/368.2/380.6 (per channel 12-37% faster).
- * - Past M = 128 on the three smaller default shapes (call 4): materialize stays faster for NVFP4 and
- *   MXFP4 (5-55%) and mostly for FP8; FP8 on 6144 x 18432 at M = 160/192 and per channel on 14336 x
- *   4096 were 3-12% faster fused, too little and too scattered for a row of their own.
- * - Again with the WG producer's tensor maps (2026-12-01, twentieth session, call 4; the 128-row CTAs
- *   were 10-22% faster for E2M1): on 6144 x 18432 (113 M elements) fused is now faster at M = 160, 192,
- *   224 and 256 for all three encodings (NVFP4 130.9/137.0/162.8/166.1 against materialize's
- *   155.9/161.5/178.9/174.6 us, MXFP4 128.7/134.5/160.4/163.0 against 154.5/159.3/176.6/164.9, FP8
- *   135.5/141.8/172.6/177.9 against 165.2/171.7/188.5/186.0), so fused_large_elems went from 200 Mi to
- *   100 Mi elements. On the two shapes of 58.7 M elements materialize stays faster at M = 224 and 256
- *   (NVFP4 4096 x 14336 124.5 against 99.3 at 224) and level or slightly faster at 160 and 192 on 14336 x
- *   4096 (NVFP4 85.5 against 84.2), so fused_max_m stays 128.
- * - With the WG variant's 192-row CTAs (2026-12-03, thirty-first session, call 2; one wgmma m64n192k16 per
- *   k-tile for M = 129..192, wg_choose): on the two shapes of 58.7 M elements fused is faster than
- *   materialize at M = 160 and 192 (NVFP4 4096 x 14336 82.1/90.9 against 86.4/92.8 us, 14336 x 4096
- *   73.2/76.2 against 82.3/84.1; FP8 85.1/93.4 against 90.2/96.8 and 74.7/78.6 against 86.7/88.0), so
- *   fused_max_m is 192. Past 192 (256-row CTAs) materialize stays faster there. The table is the H200's:
- *   where the device has no sm_90a code the fused path at M = 129..192 runs PIPE, not measured there.
- * - Past M = 256 (2026-12-03, thirty-sixth session, calls 3-4, NVFP4 and FP8): on the two shapes of 235 M
- *   elements the WG variant's CTAs of 64, 128 or 256 rows as wg_choose picks them past four M tiles
- *   (wg_cost) beat materialize at M = 384 and 512: 8192 x 28672 NVFP4 371.9 (128-row CTAs) against 439.4
- *   us and 387.2 (256-row) against 494.2, FP8 385.0 against 458.3 and 396.1 against 523.3; 28672 x 8192
- *   NVFP4 386.1 (64-row) against 417.5 and 497.0 (256-row) against 507.0, FP8 411.4 against 452.5 and
- *   497.5 against 524.0. At M = 1024 they are level (749.2 against 779.0; 28672 x 8192 877.5 against
- *   857.1). So weights of fused_huge_elems elements or more take fused up to fused_huge_max_m. On
- *   6144 x 18432 and the two smaller shapes materialize stays faster past 256 (the default plan; the
- *   plans of wg_cost are not measured there). Checked (thirty-seventh session, call 1, NVFP4 and FP8, two
- *   runs of each build in turn): 8192 x 28672 M = 320..512 317.0-387.7 us against materialize's
- *   384.6-510.1, 28672 x 8192 314.6-496.4 against 388.8-566.3.
- * - fp16 activations (thirty-seventh session, calls 2-3). The plan takes the activation type. Where the
- *   weights have an fp16 decode (FP8, NVFP4, MXFP4 of a narrow scale range) the fused path runs the WG
- *   variant for fp16 as for bf16 (wgmma's f16 form), at bf16's times (NVFP4 8192 x 28672 M = 256 185.2
- *   us, bf16 187.6). Where fp16 A is split (MXFP4 of a wide scale range: no fp16 decode, no WG variant)
- *   the fused path runs STEP or WHOLE, two MMAs per product; PIPE, one, took 1.05-1.45x materialize's
- *   time on 8192 x 28672 at M = 320..512 (the fp16 decodes before they had the WG variant, call 2):
- *   split activations keep the bf16 tiers without the huge one.
- * - fp16 on materialize (thirty-eighth session, call 2): with a bf16 C it took 1.3-1.4x bf16's time (NVFP4
- *   8192 x 28672 M = 256 480 us against 349; with an fp32 C 347, an fp16 C 343): cuBLASLt has no fp16
- *   GEMM writing bf16, and the fallback to an fp32 result was taken after the first chunk was dequantized,
- *   on every call. Since then that is decided before any work, and MXFP4 of a narrow range is one fp16
- *   GEMM too, not two bf16 GEMMs on a split A; so fp16 with an fp16 decode takes bf16's tiers (a separate
- *   fp16 tier to M = 256 had been set against the slow materialize: on the three smaller shapes at M =
- *   256 bf16 materialize (93-165 us) beats fused fp16 (99-166)).
- * - With the WG kernel's end in rows of 8 columns (2026-12-04, fortieth session, calls 5-6; the end of a
- *   128-row CTA cost about 20 us before): where the fused path runs the WG variant (wg below) it is
- *   faster than materialize at M = 256 on the three smaller default shapes (NVFP4 4096 x 14336 77.4
- *   against 94.3 us, 14336 x 4096 63.4 against 91.1, 6144 x 18432 147.2 against 169.6; FP8 per tensor
- *   0.63-0.82 of materialize's time), mixed at 384 and 512 (4096 x 14336 1.11-1.31x materialize's time,
- *   6144 x 18432 0.97-1.03x): fused_wg_max_m is 256. On the two shapes of 235 M elements fused is faster
- *   at M = 1024 too (NVFP4 28672 x 8192 616.5 against 765.0, 8192 x 28672 659.7 against 741.4; FP8 per
- *   channel 622.8 against 883.6 and 709.5 against 834.8) and mixed at 2048 (NVFP4 0.96x and 1.07x
- *   materialize's time, FP8 per channel 0.85x and 0.96x): fused_huge_max_m is 1024. Where the fused
- *   path has no WG variant (fp16 A against MXFP4 of a wide scale range, which splits A) the tiers before
- *   stand: fused_max_m, and fused_large_max_m for 100 Mi elements or more.
- * - FP8 per channel at M = 2048 (2026-12-04, forty-first session, call 1): materialize pays its fp32
- *   round trip there (cuBLASLt's GEMM writes fp32, qmm's epilogue kernel scales the columns: 48.6 us on
- *   14336 x 4096, fortieth session), which the fused path does not. On the two shapes of 235 M elements
- *   fused took 1336.8 against materialize's 1652.2 us (28672 x 8192) and 1420.9 against 1582.7 (8192 x
- *   28672); the fortieth session's call 6 gave 1305.8 against 1531.5 and 1392.2 against 1452.2. At M =
- *   4096 and 8192 the two are level (call 4, once the WG variant no longer asked for partials it does
- *   not use: 0.82x-0.92x of cuBLAS fused against 0.86x-0.97x materialized on the two large shapes), and
- *   on the smaller shapes materialize stays faster at 2048 (14336 x 4096 405.1 against 433.0). So weights
- *   with channel scales take fused to fused_huge_channel_max_m on the largest weights.
- * - Language-model heads at M = 1024 and 2048 (2026-12-04, forty-first session calls 5-6, forty-second
- *   session call 2; the default 256 MiB workspace): on 128256 x 4096, 152064 x 3584 and 128256 x 8192 (525
- *   M to 1.05 G elements) NVFP4 fused took 2978.8, 3391.2 and 5987.4 us at M = 2048 against materialize's
- *   3346.1, 3539.8 and 6640.2 (0.92x, 0.92x and 0.98x of cuBLAS against 0.86x-0.89x), and 0.85x-0.92x
- *   against 0.77x-0.83x at 1024; FP8 per channel 0.90x and 0.98x against 0.72x and 0.77x at 2048. The
- *   two default shapes of 235 M elements are level there (NVFP4 28672 x 8192 1389.0 against 1361.7), so
- *   the giant tier starts at 400 Mi elements: fused_giant_max_m. A larger workspace helps materialize
- *   on some of them (2 GiB: 152064 x 3584 3139.1 us, 0.96x; 128256 x 4096 stays 0.88x), which the
- *   tier does not read: it is fitted to the default. Checked with the tier (forty-second session, calls
- *   3-4): on 152064 x 3584 and 128256 x 8192, two runs of each path in turn, fused was faster in all eight
- *   pairs (NVFP4 and FP8 per tensor, 2-16%); on a weight past the edge that is not a head, 53248 x 16384
- *   (872 M elements), NVFP4 is level (0.87x fused against 0.86x) and FP8 per tensor 0.88x against 0.83x.
- *   Not measured: fp16 activations on these weights (they take the tier where they take the WG variant)
- *   and weights between 235 M and 400 Mi elements.
- * - One split past four M tiles, and the fill rule (2026-12-04, forty-third session, calls 2-4; NVFP4, MXFP4
- *   and FP8 per tensor, the five default shapes). The fused path kept its small-M split of K at every M,
- *   so past M = 256 its partials made a DRAM round trip (at M = 2048, 200-250 MB each way on four of the
- *   five shapes). Forced to one split it was 1.1x-2.0x faster at M = 2048 (NVFP4 4096 x 14336 329.2
- *   against 657.9 us, 6144 x 18432 641.3 against 867.7, 8192 x 28672 1211.0 against 1469.1), so it runs
- *   one split past four M tiles where the M tiles alone make two waves (one_split_fits,
- *   kernels_mma_split.cuh). At one split its time goes by the waves of its grid, and where that
- *   grid's rows of A fill its waves to 80% (qmm__cuda_fused_fills, cuda_internal.h) it beats
- *   materialize: at M = 2048 on all five shapes (NVFP4 4096 x 14336 329.2 against 354.7, 14336 x
- *   4096 360.5 against 371.9, 28672 x 8192 level, 1365.0 and 1281.2 against 1308.0), at M = 1024 on
- *   4096 x 14336 (158.1 against 189.5). So past the tiers the fused path runs up to fused_fill_max_m
- *   where the rule holds. At M = 4096 materialize is level or faster on three shapes (14336 x 4096
- *   690.6 against 738.4). Row m's bits now depend on M where the split rule starts (the split of K),
- *   as they do where a small workspace cuts the split.
- *   Checked with the rule (call 4, the dispatcher's own path): fused at M = 2048 on all five shapes,
- *   NVFP4 0.85x-1.03x of cuBLAS, FP8 per tensor 0.84x-1.04x, per channel 0.84x-1.00x; 6144 x 18432 stays
- *   materialize at 1024. Not measured: fp16 activations under the rule, MXFP4 through the dispatcher
- *   (forced: 0.94x-1.16x at 2048), and M between the measured multiples of 256 (the rule's reading).
- *   The rule counts rows since 061cf3a, not run on the GPU (the same at the measured points). */
+ * Per encoding, the largest M of each path: the GEMV (the tensor-core kernel with one 8-row group of A),
+ * then the fused path's tiers by the weight's size (N x K elements) and whether the fused path can run
+ * the WG variant (wg: bf16 activations, or fp16 ones against an fp16 decode), then materialize. The
+ * three rows are equal but for FP8's channel tier; each encoding was measured on its own. Each value is
+ * the crossover `qmm bench --path gemv|fused|materialize` measured on an H200 (132 SMs, the five default
+ * shapes unless named; docs/cuda.md, "The plan"):
+ * - gemv_max_m 8: the GEMV is faster than the fused path at M = 8 on 8 of the 10 shape-format pairs
+ *   (NVFP4 4096 x 14336: 19.6 against 23.9 us) and slower at M = 12 on all 10 (6144 x 18432 NVFP4: 49.0
+ *   against 35.4).
+ * - fused_wg_max_m 256 (wg): fused beats materialize at M = 256 on the three smaller shapes (NVFP4
+ *   14336 x 4096 63.4 against 91.1 us, 4096 x 14336 77.4 against 94.3); at 384-512 the two are mixed.
+ * - fused_max_m 192 and, from fused_large_elems (100 Mi elements), fused_large_max_m 256: the fused path
+ *   without the WG variant (fp16 activations split into bf16 hi + lo: MXFP4 of a wide scale range). The
+ *   values were measured with the WG variant (its 192-row CTAs beat materialize at M = 160..192 on the
+ *   58.7 M-element shapes, NVFP4 14336 x 4096 76.2 against 84.1 us at 192; on 6144 x 18432, 113 M
+ *   elements, fused beats it at M = 160..256 in all three encodings, NVFP4 166.1 against 174.6 at 256)
+ *   and are not measured again without it.
+ * - fused_huge_max_m 1024 from fused_huge_elems (200 Mi elements; wg): on the two 235 M-element shapes
+ *   fused beats materialize at M = 1024 (NVFP4 28672 x 8192 616.5 against 765.0 us, 8192 x 28672 659.7
+ *   against 741.4); at 2048 the two are mixed.
+ * - fused_huge_channel_max_m 2048 (FP8 per channel, the same weights): materialize pays an fp32 round
+ *   trip for the channel scales (cuBLASLt writes fp32, qmm's epilogue kernel scales the columns), which
+ *   the fused path does not: at M = 2048 fused 1336.8 against 1652.2 us on 28672 x 8192, 1420.9 against
+ *   1582.7 on 8192 x 28672; at 4096 and 8192 the two are level, and on the smaller shapes materialize
+ *   stays faster at 2048 (14336 x 4096 405.1 against 433.0).
+ * - fused_giant_max_m 2048 from fused_giant_elems (400 Mi elements; wg): on language-model heads of 525 M
+ *   to 1.05 G elements NVFP4 fused takes 2978.8, 3391.2 and 5987.4 us at M = 2048 against materialize's
+ *   3346.1, 3539.8 and 6640.2 (128256 x 4096, 152064 x 3584, 128256 x 8192), FP8 per channel 0.90x and
+ *   0.98x of cuBLAS bf16 against 0.72x and 0.77x; the 235 M-element shapes are level there, hence the
+ *   edge between them. The tier is fitted to the default 256 MiB workspace (a 2 GiB one helps
+ *   materialize on some heads). Not measured: fp16 activations on these weights, and weights between
+ *   235 M and 400 Mi elements.
+ * - fused_fill_max_m 2048 (wg): past the tiers the fused path runs one split of K (one_split_fits,
+ *   kernels_mma_split.cuh), whose time goes by the waves of its grid; where the grid's rows of A fill
+ *   its waves to 80% or more (qmm__cuda_fused_fills, cuda_internal.h) it beats materialize or is level
+ *   (at M = 2048 on all five shapes: NVFP4 0.85x-1.03x of cuBLAS bf16, FP8 per tensor 0.84x-1.04x, per
+ *   channel 0.84x-1.00x through the dispatcher). At M = 4096 materialize is level or faster on three of
+ *   the shapes (14336 x 4096 NVFP4 690.6 against 738.4 us). Not measured: fp16 activations under the
+ *   rule, and M between multiples of 256 (the rule's reading). */
 typedef struct qmm__cuda_threshold {
     qmm__cuda_encoding enc;
     size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m, fused_wg_max_m, fused_huge_elems, fused_huge_max_m;
@@ -386,9 +300,9 @@ static int qmm__alignment(const void *ptr, size_t stride_bytes)
 /* Whether the dequantized weights are fp16 values, so fp16 activations can meet fp16 weights in one GEMM:
  * NVFP4 products (element * block scale) lie in [2^-10, 2688] and E4M3 values in [2^-9, 448]; MXFP4 of a
  * narrow scale range (mx_half) as the tensor-core decode's value, element * block scale * 2^-fix, in
- * [2^-24, 12] (decode.h). Other MXFP4 and bf16 weights go through the bf16 hi + lo split of A instead:
- * before MXFP4 of a narrow range took one fp16 GEMM, it took 1.05-1.74x NVFP4's time (median 1.35) on the
- * materialize path at M = 256..1024 with fp16 activations (H200, BENCHMARKS.md, thirty-eighth session). */
+ * [2^-24, 12] (decode.h). Other MXFP4 and bf16 weights go through the bf16 hi + lo split of A instead,
+ * two GEMMs: with it MXFP4 of a narrow range took 1.05-1.74x NVFP4's time (median 1.35) on the materialize
+ * path at M = 256..1024 with fp16 activations (measured on an H200), where one fp16 GEMM runs at NVFP4's. */
 static bool qmm__weight_fits_fp16(const qmm__cuda_prepared *p)
 {
     return p->enc == QMM__ENC_NVFP4 || p->enc == QMM__ENC_NVFP4_RAW || p->enc == QMM__ENC_FP8 || p->enc == QMM__ENC_FP8_RAW ||
@@ -405,10 +319,9 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
     qmm__cuda_epilogue e = qmm__cuda_make_epilogue(x, p, unfixed);
     const bool split_a = a_fp16 && !w_half;
     const bool per_column = p->channel_scales || x->epi.column_scale;
-    /* cuBLASLt's per-row alpha vector costs its GEMM up to 40% at M = 2048 (measured on H200, FP8 per
-     * channel, 2086 us against 1588 us per tensor); an fp32 result plus qmm's epilogue costs less. Measured
-     * again with this round trip as the other side (cuBLASLt 13, 2026-12-02; docs/patches/lt-alpha-vector.patch):
-     * the vector 1-12% slower at M = 2048..8192 on the five default shapes (BENCHMARKS.md, row 103). */
+    /* cuBLASLt's per-row alpha vector costs its GEMM up to 40% at M = 2048 (measured on an H200, FP8 per
+     * channel, 2086 us against 1588 us per tensor), and against this fp32 result plus qmm's epilogue it is
+     * 1-12% slower at M = 2048..8192 on the five default shapes (cuBLASLt 13). */
     /* cuBLASLt's GELU epilogue is not the tanh formula of qmm.h (measured on H200: bf16 results a few ulps
      * apart), so GELU, like SiLU and GELU-erf, runs in qmm's epilogue kernel. */
     bool lt_epi = !split_a && !per_column &&
@@ -428,10 +341,10 @@ static qmm_status qmm__cuda_run_materialize(qmm__cuda_state *st, const qmm__matm
     lt_c.ldd = x->ldc, lt_c.alpha = e.alpha_fix, lt_c.beta = x->epi.beta, lt_c.bias = x->epi.bias, lt_c.act = x->epi.activation;
     lt_c.align_a = qmm__alignment(x->a, x->lda * 2), lt_c.align_d = align_c;
     /* Where cuBLASLt has no such GEMM (fp16 operands with a bf16 C, for one), fall back to the fp32 result
-     * before the first chunk is dequantized: asked after it, the fallback dequantized that chunk twice and
-     * asked the heuristic again on every call (measured on H200: fp16 A, NVFP4 8192 x 28672, bf16 C, M = 256
-     * 480 us against 347 with an fp32 C, BENCHMARKS.md, thirty-eighth session). Both chunk heights are
-     * asked: the chunks' and the last one's. */
+     * before the first chunk is dequantized: asked after it, the fallback would dequantize that chunk twice
+     * and ask the heuristic again on every call (measured on an H200: fp16 A, NVFP4 8192 x 28672, bf16 C,
+     * M = 256, 480 us that way against 347 with an fp32 C). Both chunk heights are asked: the chunks' and
+     * the last one's. */
     if (lt_epi) {
         const size_t rows0 = qmm__cuda_chunk_rows(left, p->enc != QMM__ENC_BF16 ? k * 2 : 0, 0, n);
         const size_t heights[2] = {rows0 < n ? rows0 : n, rows0 && n % rows0 ? n % rows0 : 0};
@@ -568,9 +481,9 @@ static bool qmm__cuda_machine_state(void *state, qmm_machine_state *out)
     return qmm__nvml_read(st->nvml, out);
 }
 
-/* qmm_workspace_query's answer. Its n * 512 bytes were the materialize path's per-row slack before
- * qmm__cuda_chunk_rows, which needs none (the carves' rounding is covered by the final 4096); kept, so that
- * the answer stays what it was. */
+/* qmm_workspace_query's answer: room for every call of m rows in one chunk. The n * 512 bytes are a
+ * per-row slack that qmm__cuda_chunk_rows does not need (the final 4096 cover the carves' rounding); they
+ * stay so that the answer does not change. */
 static size_t qmm__cuda_workspace_need(size_t m, qmm_format f, size_t n, size_t k)
 {
     size_t bytes = QMM__CUDA_LT_WORKSPACE + n * sizeof(float) + 2 * m * k * 2 + m * n * sizeof(float) + n * 512;

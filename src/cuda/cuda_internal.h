@@ -66,18 +66,18 @@ static inline bool qmm__cuda_half_decode(qmm__cuda_encoding enc, int mx_half)
  * of the work its waves of sm_count CTAs could: the rows of A over 256 per CTA, times the CTAs, over the
  * waves' slots. Past four 64-row M tiles the fused path runs one split wherever the M tiles alone give
  * two waves of 64-row tiles (one_split_fits, kernels_mma_split.cuh), which every grid this rule passes
- * does. Fitted on the H200 (132 SMs; BENCHMARKS.md, forty-third session, calls 2-3, NVFP4 and FP8 per
- * tensor at M = 512..2048 on the five default shapes, all multiples of 256 rows): one split against
- * materialize was faster or level at every measured fill of 0.85 and more (0.85: 14336 x 4096 at M =
- * 512, 1024, 1536; 0.97 at M = 2048 on all five shapes) and slower at 0.48 and 0.73 (4096 x 14336 at
- * M = 512 and 1536, 6144 x 18432 at 1024 and 1536), except 6144 x 18432 at M = 512 (0.73, faster; left
- * out). The rows at 0.73 ran 64-row CTAs, wg_cost's choice at one split there (kernels_mma_launch.cuh),
- * which took 334.7 us on 4096 x 14336 at M = 1536 against 329.2 for 2048 rows in 256-row CTAs; by the
- * waves of 256-row CTAs they would take about the next full grid's time, still more than materialize's.
- * The grid's time goes by its waves, whatever rows its last CTAs hold: 4096 x 14336 one split took
- * 158.1 us at M = 1024 (128 CTAs, one wave), 140.1 at 512 and 139.4 at 256 (64 and 32 CTAs, one wave).
- * Hence the rows: at M = 257 a grid of two 256-row CTAs per strip group takes what M = 512 takes, while
- * materialize takes about half (not measured between multiples of 256). */
+ * does. Fitted on an H200 (132 SMs; NVFP4 and FP8 per tensor at M = 512..2048 on the five default shapes,
+ * all multiples of 256 rows): one split against materialize is faster or level at every measured fill of
+ * 0.85 and more (0.85: 14336 x 4096 at M = 512, 1024, 1536; 0.97 at M = 2048 on all five shapes) and
+ * slower at 0.48 and 0.73 (4096 x 14336 at M = 512 and 1536, 6144 x 18432 at 1024 and 1536), except
+ * 6144 x 18432 at M = 512 (0.73, faster; left out). The rows at 0.73 run 64-row CTAs, wg_cost's choice at
+ * one split there (kernels_mma_launch.cuh): 334.7 us on 4096 x 14336 at M = 1536 against 329.2 for 2048
+ * rows in 256-row CTAs; by the waves of 256-row CTAs they would take about the next full grid's time,
+ * still more than materialize's. The grid's time goes by its waves, whatever rows its last CTAs hold:
+ * 4096 x 14336 at one split takes 158.1 us at M = 1024 (128 CTAs, one wave), 140.1 at 512 and 139.4 at
+ * 256 (64 and 32 CTAs, one wave). Hence the rows, not the CTAs: at M = 257 a grid of two 256-row CTAs per
+ * strip group takes what M = 512 takes, while materialize takes about half (not measured between
+ * multiples of 256). */
 static inline bool qmm__cuda_fused_fills(size_t n, size_t m, int sm_count)
 {
     /* a strip group (QMM__STRIP weight rows per warp, eight warps: strip_groups) and the WG variant's
@@ -133,11 +133,11 @@ static inline size_t qmm__cuda_round256(size_t bytes) { return (bytes + 255) & ~
 /* The rows of W per chunk of the materialize path: as few chunks as `left` bytes allow for each chunk's
  * w_row bytes of dequantized weight and f_row bytes of fp32 sums per row (rounded as qmm__carve rounds
  * them), all of one size (a multiple of 16 rows; the last one shorter by less than 16 rows per chunk);
- * 0 where not even 16 rows fit. Before, a slack of 512 bytes per row (the two carves' rounding needs
- * 510 bytes in all) and chunks of the most rows left (8192, 28672) at M = 2048 in the default workspace
- * with chunks of 4048, 4048 and 96 rows: the last one's dequantization and GEMM took 11 + 34 us of the
- * call's 1345 on the H200 (twenty-fourth session); now two of 4096. Equal chunks in general are not yet
- * measured. cuda_backend.c carves them; test_cuda_split checks this rule on the host. */
+ * 0 where not even 16 rows fit. Equal chunks keep a last chunk of a few rows from running a GEMM of its
+ * own: chunks of the most rows would cut (8192, 28672) at M = 2048 in the default workspace into 4048,
+ * 4048 and 96 rows, and the last one's dequantization and GEMM take 11 + 34 us of the call's 1345
+ * (measured on an H200); equal chunks make two of 4096. cuda_backend.c carves them; test_cuda_split
+ * checks this rule on the host. */
 static inline size_t qmm__cuda_chunk_rows(size_t left, size_t w_row, size_t f_row, size_t n)
 {
     const size_t per_row = w_row + f_row;

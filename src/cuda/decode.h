@@ -1,4 +1,4 @@
-/* Bit-exact decoding of the prepared weight layout (README.md in this folder) into bf16 pairs, shared by
+/* Bit-exact decoding of the prepared weight layout (docs/cuda.md) into bf16 pairs, shared by
  * the CUDA kernels and by a host emulation that tests the layout on machines without a GPU.
  *
  * The element codes are placed straight into bf16 bit fields, which gives each value times a constant

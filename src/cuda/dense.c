@@ -94,7 +94,7 @@ static qmm_status qmm__lt_build(qmm__lt *lt, qmm__lt_entry *e, const qmm__lt_cal
         s1 = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof align_d);
     /* Split-K parts are summed in fp32 only: the in-place and output-type reduction schemes add them up
      * in D's type, so a bf16 or fp16 D rounds every part (measured on H200: 517 x 999 x 1003 NVFP4 with
-     * a 768 KB cuBLASLt workspace, 3.7% of bf16 outputs 1-8% off where parts cancelled). */
+     * a 768 KB cuBLASLt workspace, 3.7% of bf16 outputs 1-8% off where parts cancel). */
     uint32_t schemes = c->d_type == QMM_DTYPE_FP32 ? (uint32_t)CUBLASLT_REDUCTION_SCHEME_MASK
                                                    : (uint32_t)(CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
     if (s1 == CUBLAS_STATUS_SUCCESS)

@@ -105,9 +105,9 @@ static __device__ __forceinline__ void qmm__epilogue_finish(const qmm__cuda_epil
     float v = __fmul_rn(acc, f);
     if (e.bias) v = __fadd_rn(v, bias);
     if (e.beta != 0.0f) v = __fmaf_rn(e.beta, qmm__load_c(e.c_type, e.c, i), v);
-    /* none by a uniform branch: qmm__activation's switch is an indirect branch (BRX) per value. On the
-     * H200 the GEMV and PIPE ends (finish_unit) took 0.1-0.4 us less with it (N = 14336, K = 512: M = 16
-     * 9.6 -> 9.2 us; BENCHMARKS.md, forty-first session, call 7). The WG end does not come here. */
+    /* none by a uniform branch: qmm__activation's switch is an indirect branch (BRX) per value. The GEMV
+     * and PIPE ends (finish_unit) take 0.1-0.4 us less with it (N = 14336, K = 512: M = 16 9.2 against
+     * 9.6 us, measured on an H200). The WG end does not come here. */
     qmm__store_c(e.c_type, e.c, i, e.activation == QMM_ACT_NONE ? v : qmm__activation(v, e.activation));
 }
 

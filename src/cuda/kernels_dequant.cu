@@ -132,9 +132,9 @@ __device__ __forceinline__ void dequant_tile(uint4 d, uint2 sv, int enc, int mx_
  * ck / 8 adjacent lanes in 16-byte pieces, so that one store instruction fills whole 128-byte lines
  * (E2M1: 4 rows of 128 bytes; E4M3: 8 rows of 64). One round per CTA: a looping form over a grid of
  * what the device holds at once, the next round's loads issued before this round's decode and stores,
- * was 3-13% slower on the H200 (80 registers, three CTAs per SM against five; BENCHMARKS.md, twenty-fourth
- * session). This form (a round's loads and its stores as two lambdas) compiles to 48 registers, the form
- * before it to 58, and took 0-4% less time (Nsight, same session). */
+ * runs 3-13% slower (80 registers, three CTAs per SM against five; measured on an H200). This form (a
+ * round's loads and its stores as two lambdas) compiles to 48 registers (58 in another form of the same
+ * round) and takes 0-4% less time than that form (Nsight Compute). */
 template <bool HALF>
 __global__ void __launch_bounds__(kDqWarps * 32)
     dequant_kernel(const uint4 *data, const uint8_t *scales, int enc, int n, int k, int chunks, int strip0,
@@ -209,9 +209,8 @@ __global__ void split_fp16_kernel(const __half *a, size_t m, size_t k, size_t ld
 
 /* The epilogue of the materialize path: one thread per column of C (n of the weight), kEpiRows rows
  * of A per block row, so a column's factors are read once per kEpiRows rows, no index is divided, and
- * a warp's loads (128 bytes) and stores are contiguous. (The first form, one element per thread with
- * its row and column divided out of a 64-bit index, spent its time on instructions: BENCHMARKS.md,
- * ninth session.) */
+ * a warp's loads (128 bytes) and stores are contiguous. (One element per thread, with its row and
+ * column divided out of a 64-bit index, spends its time on instructions.) */
 constexpr int kEpiRows = 8, kEpiThreads = 256;
 
 __global__ void __launch_bounds__(kEpiThreads) epilogue_kernel(const float *acc, size_t ldacc, size_t m, size_t n,

@@ -31,7 +31,7 @@ extern "C" int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int 
     p.whole_part = 0;
     p.aligned = ((uintptr_t)a % 16 == 0) && (lda % 8 == 0);
     /* fp16 activations meet an fp16 decode where the encoding has one (qmm__cuda_half_decode: one fp16 MMA
-     * per product; on the H200 NVFP4 and MXFP4 1.9-2.9x faster at M = 16-64, BENCHMARKS.md rows 45-46),
+     * per product; NVFP4 and MXFP4 1.9-2.9x faster than the split at M = 16-64, measured on an H200),
      * else a split of A into bf16 hi + lo; the epilogue's factor takes back the fp16 decode's other power
      * of two (qmm__cuda_half_fix) */
     a_form form = kABf16;

@@ -1,7 +1,8 @@
-/* The tensor-core paths: GEMV (M <= 8) and fused (M up to 256), one kernel family.
+/* The tensor-core paths: GEMV (M <= 8) and fused (M = 9 up to 2048, as the plan decides: docs/cuda.md),
+ * one kernel family.
  *
  * A CTA of 8 warps owns 8 strips of 16 weight rows (128 rows) over one range of K, and 8 * NB rows of
- * A (an "M tile"). The weight tiles (README.md) stream from HBM into registers, kDepth tiles ahead per
+ * A (an "M tile"). The weight tiles (docs/cuda.md) stream from HBM into registers, kDepth tiles ahead per
  * lane, with the evict-first hint since each byte is used once per M tile; one coalesced 16-byte load
  * per lane fills that lane's A fragments of a whole 16 x 64 (E2M1) or 16 x 32 (E4M3) tile. The codes are
  * decoded by bit placement into bf16 pairs and multiplied by the block factor (decode.h), which gives
@@ -199,8 +200,8 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
         for (int i = 0; i < 4; i++) sum[nb][i] = CHAINS == 2 ? acc[0][nb][i] + acc[CHAINS - 1][nb][i] : acc[0][nb][i];
     /* sum[nb][0], [1]: W row g, A rows m0 + 8nb + 2t (+1); sum[nb][2], [3]: W row g + 8 */
     const int n0 = strip * 16 + g, m0 = mtile * rows;
-    /* one unit: the epilogue straight from the registers (unrolled: a loop here, which needs the values
-     * by index, made ptxas spill in PIPE's steady loop, 4 -> 29 local loads at 64 rows of NVFP4) */
+    /* one unit: the epilogue straight from the registers (unrolled: a loop here needs the values by
+     * index and makes ptxas spill in PIPE's steady loop, 29 local loads instead of 4 at 64 rows of NVFP4) */
     if (p.splits == 1) {
 #pragma unroll
         for (int nb = 0; nb < NB; nb++)
@@ -223,13 +224,12 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
         }
     if (!last_arrival(p, strip, mtile)) return;
     /* The reduction is a loop that is not unrolled, one inlined epilogue in all. Unrolled, its NB * 4
-     * copies of the epilogue (activations, output types, bias) were most of the kernel: PIPE at 64 rows
-     * had 34800 instructions, of which the steady loop is about 3900, and 12000 without them. A CTA
-     * reducing while the others on its SM were in their steady loops stalled them on instruction fetch:
-     * Nsight on (28672, 8192) NVFP4 M = 64 at split 2 showed 2.06 cycles per issued instruction
-     * waiting for an instruction, against 0.45 at split 1, where every CTA ends at once. With the loop,
-     * M = 32..128 on the fused path ran up to 1.24x as fast where K is split (H200, BENCHMARKS.md row
-     * 50). */
+     * copies of the epilogue (activations, output types, bias) are most of the kernel: PIPE at 64 rows
+     * has 34800 instructions that way, of which the steady loop is about 3900, and 12000 without them. A
+     * CTA reducing while the others on its SM are in their steady loops stalls them on instruction fetch:
+     * Nsight on (28672, 8192) NVFP4 M = 64 at split 2 shows 2.06 cycles per issued instruction waiting
+     * for an instruction, against 0.45 at split 1, where every CTA ends at once. The loop runs M = 32..128
+     * on the fused path up to 1.24x as fast where K is split (measured on an H200). */
     const size_t ps = (size_t)mstride * 16; /* from one split's partial to the next */
     if constexpr (NB > 1) {
         /* One turn per 8-row group nb (the fused path's tiles): the partials of its four values (rows
@@ -237,9 +237,9 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
          * before any is added, so the turn waits on one L2 round trip per eight splits, not one per
          * value; then one epilogue in a loop over the four sums. Sums from the first partial on (not 0
          * + p0, which would turn -0 into +0 where one split stores its sum directly), in split order,
-         * or two by two in pair mode: the bits of the value-by-value loop below. On the H200 the fused
-         * path ran up to 9% faster than with that loop (FP8 per channel M = 64, (4096, 14336) 54.9 ->
-         * 49.9 us; BENCHMARKS.md, fifteenth session). */
+         * or two by two in pair mode: the bits of the value-by-value loop below. The fused path runs up
+         * to 9% faster than with that loop (FP8 per channel M = 64, (4096, 14336): 49.9 against 54.9 us,
+         * measured on an H200). */
 #pragma unroll 1
         for (int nb = 0; nb < NB; nb++) {
             const int mi0 = 8 * nb + 2 * t;
@@ -278,9 +278,9 @@ __device__ __forceinline__ void finish_unit(const mma_params &p, const float (&a
         }
     } else {
         /* The GEMV (one 8-row group): value by value, in split order (pair mode and tall pairs never
-         * reach it: pair_split and tall_split need NB >= 2). The group form above made M = 1 0.3-4.6%
-         * slower on the H200 (NVFP4, four of five shapes) while M = 8 gained up to 10%; M = 1 is the
-         * path's target, so the GEMV keeps this loop (BENCHMARKS.md, fifteenth session). */
+         * reach it: pair_split and tall_split need NB >= 2). The group form above makes M = 1 0.3-4.6%
+         * slower (NVFP4, four of five default shapes, measured on an H200) while M = 8 gains up to 10%;
+         * M = 1 is the path's target, so the GEMV keeps this loop. */
 #pragma unroll 1
         for (int j = 0; j < 4; j++) {
             const int mi = 2 * t + (j & 1), r = g + 8 * ((j >> 1) & 1);
@@ -467,8 +467,8 @@ __device__ __forceinline__ void pdl_overlap()
 __host__ __device__ constexpr int whole_min_ctas(int nb) { return nb == 1 ? 4 : 3; }
 /* The GEMV's other WHOLE (QMM_CUDA_GEMV3, gemv_early_split in kernels_mma_launch.cuh): three CTAs per SM, 80
  * registers, each ring slot reloaded before its tile is decoded. At 64 registers ptxas issues the four
- * loads of a turn after its last tile's decode (Nsight, twenty-sixth session); at 80, loading first puts
- * them near the turn's start (local SASS: instructions 59-75 of 357, no spills). */
+ * loads of a turn after its last tile's decode (Nsight Compute's source page); at 80, loading first puts
+ * them near the turn's start (SASS: instructions 59-75 of 357, no spills). */
 constexpr int kGemvEarlyCtas = 3;
 
 /* WHOLE: the CTA's whole K range of activations staged once, then every warp streams its tiles with no
@@ -495,7 +495,7 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_whole(mma_params p)
     const int part = NB == 1 && p.whole_part > 0 ? p.whole_part : p.cps; /* chunks staged at a time */
     const int klen = part * tr::tile_k, stride = whole_stride(klen), plane_words = srows * stride;
     /* the turn at which the second part is staged (a multiple of D; past n: none); the GEMV's only
-     * (NB = 1: whole_part), so NB = 2's code is as it was */
+     * (NB = 1: whole_part), so NB = 2's code has no second part */
     const int turn2 = NB == 1 && p.whole_part > 0 && p.whole_part < n ? p.whole_part : n + D;
 
     const uint4 *dq;
@@ -609,10 +609,10 @@ constexpr int kPipeStages = 3;
  * - 8 for one 16-row tile of A, whose short per-tile work needs more weight bytes in flight (the fused
  *   split fills one wave of two CTAs per SM, about 14 warps);
  * - 8 for FP8's 32-row tiles: an E4M3 tile holds half the columns of an E2M1 tile in the same 512 bytes,
- *   so half the MMAs per byte in flight. On the H200 (BENCHMARKS.md, twenty-third session) 8 tiles ran
- *   M = 17..32 4-6% faster than 4 on (4096, 14336) with bf16 activations, and up to 5% faster on the
- *   five default shapes with fp16 ones (two rows level). E2M1's 32-row tiles at 8 were 1-19% slower;
- *   ptxas spills 8 bytes at 128 registers there, not profiled as the cause;
+ *   so half the MMAs per byte in flight. Measured on an H200: 8 tiles run M = 17..32 4-6% faster than 4
+ *   on (4096, 14336) with bf16 activations, and up to 5% faster on the five default shapes with fp16
+ *   ones (two rows level). E2M1's 32-row tiles at 8 run 1-19% slower; ptxas spills 8 bytes at 128
+ *   registers there, not profiled as the cause;
  * - 4 for the other tiles, and for 16-row tiles at four CTAs per SM (pair mode, launched with TILES = 4). */
 __host__ __device__ constexpr int pipe_tiles(int enc, int nb) { return nb == 2 || (nb == 4 && is_fp8(enc)) ? 8 : 4; }
 /* The other depth of the 32-row tiles, which QMM_CUDA_PIPE32 can force: 4 where pipe_tiles is 8, 8 where it is 4. */
@@ -729,8 +729,8 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
                     },
                     acc);
                 /* then the slot's next load, into registers the tile no longer needs: loaded before the
-                 * tile, ptxas kept the old words live beside it and copied the new ones back into the
-                 * slot at the end of the tile, a move that waited for the load just issued (one tile in
+                 * tile, ptxas keeps the old words live beside it and copies the new ones back into the
+                 * slot at the end of the tile, a move that waits for the load just issued (one tile in
                  * flight) */
                 if (FULL || c + D < n) {
                     ring[q] = __ldcs(dq + (D + q) * 32);
@@ -762,10 +762,9 @@ enum a_form { kABf16, kAFp16Split, kAFp16Half };
  * form of A, so that they compile in parallel (kernels_mma_<enc>.cu: bf16 A; kernels_mma_<enc>_f16.cu:
  * fp16 A; each instantiates launch_nb of kernels_mma_launch.cuh). Only the forms that can be chosen are
  * instantiated: with fp16 activations FP8 takes kEncFp8Half, NVFP4 kEncNvfp4Half, MXFP4 kEncMxfp4Half or
- * the split (FP16A: two MMAs per product). The build waits for its slowest TU: one TU per encoding took
- * 114-163 s to compile (nvcc 13.0, one core of the development VM, cicc about 40% and ptxas 60%), one per
- * encoding and form 0.46-0.54 of that, with the same SASS in every kernel (BENCHMARKS.md, forty-fourth
- * session). */
+ * the split (FP16A: two MMAs per product). The build waits for its slowest TU: one TU per encoding takes
+ * 114-163 s to compile (nvcc 13.0, one core of a Zen 4 VM, cicc about 40% and ptxas 60%), one per
+ * encoding and form 0.46-0.54 of that. */
 cudaError_t launch_nvfp4(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
 cudaError_t launch_nvfp4_f16(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
 cudaError_t launch_mxfp4(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);

@@ -65,7 +65,7 @@ static cudaError_t launch_kernel(Kernel kernel, long long grid, int threads, siz
  * attributes, which the configuration points to), a dependent launch where pdl is set, scheduled by
  * `policy`: the library's launches take the load-balancing one, under which the H200 holds 66 clusters
  * of four 64-row CTAs at once where the default (spread) holds 62, and 83 of three against 79
- * (scripts/probes/cluster_occupancy.cu, which compares the two; BENCHMARKS.md seventeenth session). */
+ * (scripts/probes/cluster_occupancy.cu, which compares the two; docs/cuda.md, "Clusters"). */
 static cudaLaunchConfig_t wg_cluster_config(cudaLaunchAttribute (&at)[3], long long grid, int threads, size_t smem,
                                             cudaStream_t s, int cluster, bool pdl = false,
                                             cudaClusterSchedulingPolicy policy = cudaClusterSchedulingPolicyLoadBalancing)
@@ -115,7 +115,7 @@ static bool tensor_map_2d(CUtensorMap &m, const void *base, CUtensorMapDataType 
 /* The WG producer's tensor maps for CTAs of ROWS rows (wg_maps).
  * - p's weights and scales (maps.on = 0 where either cannot be made: the producer then copies each strip
  *   on its own). One tensor copy per stage for all 8 strips instead of one per strip (and one per
- *   strip's scales), on the H200 (BENCHMARKS.md, twentieth session): E2M1 10-22% faster at M = 33..128
+ *   strip's scales), measured on an H200: E2M1 10-22% faster at M = 33..128
  *   on every default shape, E4M3 1-8%; 256-byte L2 promotion changed nothing, so the maps take none.
  *   QMM_CUDA_WGTMAP=0 (a knob for tests and benchmarks): no maps.
  * - A (maps.a_on), where its rows are 16-byte aligned (p.aligned): boxes of kWgBoxK columns and ROWS
@@ -334,12 +334,12 @@ struct wg_plan {
 
 /* The WG launch of division q in CTAs of `rows` rows (room: what the device holds of that kernel):
  * its splits reduced in one cluster (wg_reduce_cluster) where the clusters take no more waves than the
- * same CTAs without (those of 4, 5 or 8 64-row CTAs that spilled into a second wave were up to 1.5x
- * slower on the H200: (6144, 18432) M = 33 holds 47 clusters of five, not its 48; BENCHMARKS.md
- * seventeenth session), up to cl_limit CTAs, and for one split only in CTAs of 128 rows or more (the
- * epilogue from shared memory, 3-8% faster at 128 rows, 6-7% slower in 64-row CTAs); elsewhere through
- * the workspace (wg_finish_unit). Clusters against the workspace on the H200 (sixteenth session): two
- * splits ((14336, 4096)) M = 64 37.4 against 49.0 us, M = 128 69.9 against 107.1. */
+ * same CTAs without (clusters of 4, 5 or 8 64-row CTAs that spill into a second wave are up to 1.5x
+ * slower: on an H200 (6144, 18432) M = 33 holds 47 clusters of five, not its 48), up to cl_limit CTAs,
+ * and for one split only in CTAs of 128 rows or more (the epilogue from shared memory, 3-8% faster at 128
+ * rows, 6-7% slower in 64-row CTAs); elsewhere through the workspace (wg_finish_unit). Clusters against
+ * the workspace, measured on an H200: two splits ((14336, 4096)) M = 64 37.4 against 49.0 us, M = 128
+ * 69.9 against 107.1. */
 static wg_plan wg_plan_of(const mma_params &q, int rows, const wg_room &room, int cl_limit)
 {
     const int tiles = rows > kWgRows ? rows / kWgRows : 1, S = q.splits;
@@ -363,11 +363,10 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
     const mma_params &p = w.p;
     const size_t mstride = p.m < cf::tile_rows ? (size_t)p.m : (size_t)cf::tile_rows;
     /* the partials: the splits' sums, and a coarse unit's first half (p.half, pair_stash). One split without
-     * halves stores C straight from its registers or its cluster's shared memory and needs none: before,
-     * its partials' room was asked for anyway, and where M x N outgrew the workspace (the default 256 MiB
-     * at M x N > 2^26, M rounded up to 64: 28672 x 8192 at M = 4096, FP8 per channel) the fused path fell
-     * back to PIPE, 2.5x slower (7190.1 us against materialize's 2895.5; BENCHMARKS.md, forty-first
-     * session). */
+     * halves stores C straight from its registers or its cluster's shared memory and needs none. Asking
+     * for that room anyway would send the fused path to PIPE wherever M x N outgrows the workspace (the
+     * default 256 MiB at M x N > 2^26, M rounded up to 64: 28672 x 8192 at M = 4096), 2.5x slower there
+     * (FP8 per channel: 7190.1 us against materialize's 2895.5, measured on an H200). */
     const bool parts = p.splits > 1 || p.half > 0;
     const size_t part_bytes = parts ? ((size_t)p.mtiles * p.strips * p.splits * mstride * 16 * sizeof(float) + 255) / 256 * 256 : 0;
     const size_t groups = (size_t)(p.mtiles + cf::tiles - 1) / cf::tiles; /* CTAs per (strip group, split) */
@@ -390,39 +389,39 @@ cudaError_t launch_wg(const wg_plan &w, size_t partial_floats, cudaStream_t s, b
  * encoding's wg_stage_chunks), and its plan: the knobs as read there (tests and benchmarks; 1 the
  * default rule for each). The rules were measured on NVFP4 and MXFP4; FP8 takes them in columns of K.
  * - The WG variant for 64-row tiles where the division has no coarse units (tall pairs' coarse units
- *   run as their fine halves there, twice the CTAs). On the H200 (BENCHMARKS.md, fifteenth session) it
- *   ran M = 33 and 64 1-26% faster than PIPE on every default shape (NVFP4 (8192, 28672) M = 64 123.1 ->
- *   105.0 us), and M = 100..128 12-21% faster where there are no coarse units, but up to 22% slower
- *   than PIPE's coarse units ((14336, 4096) M = 128 68.9 -> 88.3). k.wg (QMM_CUDA_WG): 0 off, 2 also
- *   where there are coarse units. Either way the bits are those of PIPE.
+ *   run as their fine halves there, twice the CTAs). Measured on an H200, it runs M = 33 and 64 1-26%
+ *   faster than PIPE on every default shape (NVFP4 (8192, 28672) M = 64: 105.0 against 123.1 us), and
+ *   M = 100..128 12-21% faster where there are no coarse units, but up to 22% slower than PIPE's coarse
+ *   units ((14336, 4096) M = 128: 88.3 against 68.9). k.wg (QMM_CUDA_WG): 0 off, 2 also where there are
+ *   coarse units. Either way the bits are those of PIPE.
  * - Its 128-row CTAs (two M tiles, one wgmma m64n128k16 per k-tile, one CTA per SM) for M = 65..128,
  *   also where the division has coarse units, over its fine units where they are long (96 chunks or
- *   more) or two or fewer, or over coarse units (below). On the H200 (NVFP4, BENCHMARKS.md sixteenth
- *   session) against 64-row CTAs or PIPE's coarse units: (8192, 28672) M = 65..128 11-22% faster (M = 65
- *   215.5 -> 166.4 us), (28672, 8192) 6-11%, (14336, 4096) level to 6% faster; over short and many fine
- *   units it lost ((4096, 14336), eight splits of 28 chunks: M = 128 77.0 -> 95.0; (6144, 18432), five
- *   of 58: 121.8 -> 136.8), and at M = 192 and 256 on most shapes. k.wg128 (QMM_CUDA_WG128): 0 keeps
- *   64-row CTAs, 2 takes 128-row ones for every M > 64.
+ *   more) or two or fewer, or over coarse units (below). Measured on an H200 (NVFP4) against 64-row CTAs
+ *   or PIPE's coarse units: (8192, 28672) M = 65..128 11-22% faster (M = 65: 166.4 against 215.5 us),
+ *   (28672, 8192) 6-11%, (14336, 4096) level to 6% faster; over short and many fine units it loses
+ *   ((4096, 14336), eight splits of 28 chunks: M = 128 95.0 against 77.0; (6144, 18432), five of 58: 136.8
+ *   against 121.8), and at M = 192 and 256 on most shapes. k.wg128 (QMM_CUDA_WG128): 0 keeps 64-row
+ *   CTAs, 2 takes 128-row ones for every M > 64.
  * - 128-row CTAs over coarse units (two fine splits each, the sum restarting at the half: the same bits)
  *   where their waves times their units' length is no more than the fine plan's: fewer waves for the
  *   same work per SM, half the partials, and a cluster that one wave can hold where the fine plan's
  *   cannot ((8192, 28672) M = 128: 64 clusters of two in one wave against 256 128-row CTAs in two, for
- *   which the H200 holds only 30 clusters of four; 190.4 -> 140.5 us, seventeenth session). At two
- *   or four M tiles: at three one 128-row group is half empty, and forced there it lost on every
- *   default shape; at four (M = 193..256) it beat PIPE's plan wherever this rule takes it ((8192,
- *   28672) M = 224..256 280 against 424-428 us; (4096, 14336) and (14336, 4096) M = 256 144.2 against
- *   155.5 and 127.7 against 132.9) and lost where it does not ((6144, 18432): 236.9 against 208.7).
+ *   which an H200 holds only 30 clusters of four; 140.5 against 190.4 us). At two or four M tiles: at
+ *   three one 128-row group is half empty, and forced there it loses on every default shape; at four
+ *   (M = 193..256) it beats PIPE's plan wherever this rule takes it ((8192, 28672) M = 224..256 280
+ *   against 424-428 us; (4096, 14336) and (14336, 4096) M = 256 144.2 against 155.5 and 127.7 against
+ *   132.9) and loses where it does not ((6144, 18432): 236.9 against 208.7).
  *   k.coarse (QMM_CUDA_WGCOARSE): 2 wherever the fine units have pairs and M > 64, 0 never.
  * - k.cl (QMM_CUDA_WGCL): the largest cluster (wg_plan_of), kWgClusterMax by default, 0 none.
  * - Past four M tiles (M > 256) where no one-wave plan of 256-row CTAs exists, under the default knobs:
  *   CTAs of 256 rows (over coarse units where they take fewer waves), 128 or 64 rows, whichever costs
  *   least by wg_cost (its waves times the rows and chunks of one wave, 256-row CTAs a fifth cheaper per
- *   row-chunk). Before, such M fell to 64-row tiles, which are PIPE where the division has coarse units
- *   ((8192, 28672) M = 384: 644.7 us, against 371.9 in 128-row CTAs; thirty-sixth session).
+ *   row-chunk). 64-row tiles alone would be PIPE where the division has coarse units ((8192, 28672)
+ *   M = 384: 644.7 us, against 371.9 in 128-row CTAs, measured on an H200).
  * - 32-row tiles (tile_rows 32, M = 17..32; 32-row CTAs, one wgmma m64n32k16 per k-tile) where K is split
- *   in at most kWg32MaxSplits fine units (k.wg 2: wherever the units are whole half stages). On the
- *   H200 against PIPE's 32-row tiles (BENCHMARKS.md, twenty-first session, NVFP4 and FP8, M = 17, 24,
- *   32): one split ((28672, 8192)) 10-19% faster, two ((14336, 4096)) 7-19%, four ((8192, 28672))
+ *   in at most kWg32MaxSplits fine units (k.wg 2: wherever the units are whole half stages). Against
+ *   PIPE's 32-row tiles, measured on an H200 (NVFP4 and FP8, M = 17, 24, 32): one split ((28672, 8192))
+ *   10-19% faster, two ((14336, 4096)) 7-19%, four ((8192, 28672))
  *   10-22%, five ((6144, 18432)) 1-8%, eight ((4096, 14336)) 3-9% slower, with or without clusters (the
  *   cause of the loss with many splits is not known). */
 constexpr int kWg32MaxSplits = 5;
@@ -444,9 +443,9 @@ static wg_plan wg_prefer_coarse(const wg_plan &plan, const mma_params &f, int ro
 }
 /* What plan w costs in CTAs of w.rows rows on a device that holds room of them (slots): its waves times what
  * one wave covers (each slot's rows times its unit's chunks), weighted by what a row-chunk costs in CTAs
- * of that many rows, relative to 128 rows: 256-row CTAs 0.8, 64-row ones 0.95. Fitted on the H200
- * (BENCHMARKS.md, thirty-sixth session, calls 3-4) to (8192, 28672) and (28672, 8192) at M = 384, 512 and
- * 1024, NVFP4 and FP8, where it picks the plan measured fastest in each of the six: 256-row CTAs at M = 512
+ * of that many rows, relative to 128 rows: 256-row CTAs 0.8, 64-row ones 0.95. Fitted on an H200 to
+ * (8192, 28672) and (28672, 8192) at M = 384, 512 and 1024, NVFP4 and FP8, where it picks the plan
+ * measured fastest in each of the six: 256-row CTAs at M = 512
  * on (8192, 28672) 387 us against 500 in 128-row ones, 128-row CTAs at 384 there 372 against 386, 64-row
  * ones at 384 on (28672, 8192) 386 against 430 and 508. */
 static long long wg_cost(const wg_plan &w, const wg_room &room)
@@ -526,14 +525,15 @@ static long long whole_per_sm(size_t bytes, const variant_limits &lim, int minb 
 /* WHOLE's dynamic shared memory where it runs as a dependent launch (pdl) and its grid is one wave
  * smaller than the CTAs the device holds (whole_per_sm per SM): padded so that an SM holds at most
  * ceil(grid / SMs) of its CTAs. The block scheduler places a grid breadth-first
- * (scripts/probes/cta_placement.cu: 240 CTAs at three per SM went 2 or 1 per SM), but a dependent
+ * (scripts/probes/cta_placement.cu: 240 CTAs at three per SM land 2 or 1 per SM), but a dependent
  * launch's CTAs start as soon as every CTA of the kernel before them has begun, in the slots that kernel
  * left free, and the rest as its CTAs end; so in a sequence of calls each grid lands where the one
- * before it was not, and some SMs hold three of its CTAs while others hold one. On the H200
- * (BENCHMARKS.md, twenty-second session): the 16-row WHOLE on (6144, 18432) at M = 9 (240 CTAs, 75 KB,
- * three per SM) took 41.2 us unpadded, 31.4 padded (two per SM), and 33.4 or 33.0 without the dependent
- * launch either way; the two 58.7 M-element shapes' M = 9..16 16-24% faster (PIPE, which now takes
- * those 16-row tiles, was faster still; the padding acts where WHOLE still runs). Grids of at most one
+ * before it was not, and some SMs hold three of its CTAs while others hold one. Measured on an H200: the
+ * 16-row WHOLE on (6144, 18432) at M = 9 (240 CTAs, 75 KB, three per SM) takes 41.2 us unpadded, 31.4
+ * padded (two per SM), and 33.4 or 33.0 without the dependent launch either way; the two 58.7 M-element
+ * shapes' M = 9..16 run 16-24% faster. PIPE, faster still, runs the 16-row tiles wherever it can, so the
+ * padding acts where WHOLE runs: 16 rows of split fp16 A or of unaligned rows, and GEMV grids between
+ * one and four CTAs per SM. Grids of at most one
  * CTA per SM are left as they are. The padding changes nothing else: no sum, no bit. QMM_CUDA_SPREAD (a
  * knob for tests and benchmarks): 0 off, 1 by this rule (default), 2 every dependent launch padded to
  * the opt-in size (one CTA per SM). */
@@ -555,7 +555,7 @@ static size_t whole_spread(size_t bytes, long long grid, int sm_count, const var
  * up to the ring's depth D) at a time where staging them all at once would hold fewer CTAs per SM than
  * its registers allow (whole_min_ctas) and the grid has more CTAs than the device then holds, and the
  * halves would hold more: (28672, 8192) at split 2 from M = 6 (WHOLE stages M + 1 rows of 4096 columns,
- * 57.8 KB: three CTAs per SM, 396 slots for 448 CTAs; BENCHMARKS.md row 84). 0: all at once. The
+ * 57.8 KB: three CTAs per SM, 396 slots for 448 CTAs). 0: all at once. The
  * parts change no sum (the same tiles in the same order), so M may decide them. QMM_CUDA_WHOLEPARTS (a
  * knob for tests and benchmarks): 0 never, 1 by this rule (default), 2 wherever a unit has two parts. */
 template <int D, typename Bytes>
@@ -588,8 +588,8 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     using cfg = stage_config<ENC, FP16A, NB>;
     /* WHOLE and PIPE are launched as programmatic dependent launches on sm_90 and later, so that their
      * start (the first weight loads) overlaps the end of the kernel before them on the stream, where that
-     * kernel allows it (qmm's own WHOLE and PIPE do): M = 1 2-11% faster for back-to-back calls on the H200
-     * (BENCHMARKS.md, rows 28-29). QMM_CUDA_PDL=0 (a knob for benchmarks) launches it plainly. */
+     * kernel allows it (qmm's own WHOLE and PIPE do): M = 1 2-11% faster for back-to-back calls (measured
+     * on an H200). QMM_CUDA_PDL=0 (a knob for benchmarks) launches it plainly. */
     static const bool pdl_knob = !(std::getenv("QMM_CUDA_PDL") && std::getenv("QMM_CUDA_PDL")[0] == '0');
     /* the setup of the calling thread's current device, which the backend sets to the context's; a
      * device past the table is set up on every call (the calls are idempotent); a failed setup is
@@ -625,10 +625,9 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     /* QMM_CUDA_PAIRS=1 (a knob for tests and benchmarks, not for use): pair mode on any weight where the
      * split has halves; by default it is off */
     static const bool pairs_knob = knob_int("QMM_CUDA_PAIRS", 0) == 1;
-    /* off by default since the weight rings were mended (ring-order, 2026-11-30, H200): FP8 without it
-     * 1-30% faster at M = 16..64 on the three large default shapes ((6144, 18432) M = 16: 36.7 against
-     * 52.7 us), NVFP4 with it 13-27% slower at M = 16; before, FP8's pair mode made up for the one tile
-     * in flight of the defective ring (BENCHMARKS.md, "Eighth session") */
+    /* off by default: FP8 runs 1-30% faster without it at M = 16..64 on the three large default shapes
+     * ((6144, 18432) M = 16: 36.7 against 52.7 us), NVFP4 13-27% slower with it at M = 16 (measured on an
+     * H200, with the weight rings holding `depth` tiles in flight: docs/cuda.md, "Weight rings") */
     /* QMM_CUDA_TALL (a knob for tests and benchmarks, not for use): tall pairs, 1 (default) where the
      * coarse units' waves take no longer, 2 coarse units wherever there are several M tiles, 0 off */
     static const int tall_knob = knob_int("QMM_CUDA_TALL", 1);
@@ -691,13 +690,12 @@ cudaError_t launch_variant(mma_params p, int sm_count, size_t partial_floats, si
     /* WHOLE where it fits (the GEMV, NB = 1; 16-row tiles only where PIPE cannot run them), then PIPE
      * (activations not split, in 16-byte aligned rows; 20-35% faster than STEP at M = 32..256), then
      * STEP. 16-row tiles (NB = 2) run PIPE wherever it can run them (the same bits), WHOLE only where it
-     * cannot (split fp16 activations, rows not 16-byte aligned): on the H200 (BENCHMARKS.md,
-     * twenty-second session, M = 9, 12, 16, against WHOLE where its staging fits) with bf16 activations
-     * NVFP4 and MXFP4 were 9-16% faster on (4096, 14336), (14336, 4096) and (6144, 18432), FP8 15-16% on
-     * (6144, 18432), with fp16 activations 9-19% (NVFP4, FP8). WHOLE stages the unit's rows of A before
-     * its first MMA, after the wait for the kernel before it, where PIPE's ring streams them.
-     * QMM_CUDA_WHOLE16 (a knob for tests and benchmarks): 0 this rule (default), 1 WHOLE wherever its
-     * staging fits (the rule before). */
+     * cannot (split fp16 activations, rows not 16-byte aligned): measured on an H200 (M = 9, 12, 16,
+     * against WHOLE where its staging fits), with bf16 activations NVFP4 and MXFP4 run 9-16% faster on
+     * (4096, 14336), (14336, 4096) and (6144, 18432), FP8 15-16% on (6144, 18432), with fp16 activations
+     * 9-19% (NVFP4, FP8). WHOLE stages the unit's rows of A before its first MMA, after the wait for the
+     * kernel before it, where PIPE's ring streams them. QMM_CUDA_WHOLE16 (a knob for tests and
+     * benchmarks): 0 this rule (default), 1 WHOLE wherever its staging fits. */
     bool launched = false;
     static const int whole16_knob = knob_int("QMM_CUDA_WHOLE16", 0);
     /* QMM_CUDA_PIPE32 (a knob for tests and benchmarks): the weight tiles per stage of PIPE's 32-row tiles,

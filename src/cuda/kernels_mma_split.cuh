@@ -26,14 +26,14 @@ static int strip_groups(int strips) { return (strips + kWarps - 1) / kWarps; }
  * (4096, 14336), 5% slower there than 8 at M = 1 and 11% at M = 8. cta_tiles: that start's cost in
  * tiles, 4 as fitted; E2M1 takes kE2m1CtaTiles, the least that picks split 2 on (28672, 8192): with
  * WHOLE's staging in two parts (whole_part) that split is 4-6% faster than split 4 at M = 1..4 and 3-4%
- * at M = 6..8 for NVFP4 and MXFP4 on the H200, and (18432, 6144), moved from 4 to 3, 0-2% (BENCHMARKS.md,
- * twenty-first session, row 85). */
+ * at M = 6..8 for NVFP4 and MXFP4, and (18432, 6144) at 3 rather than 4 splits 0-2% (measured on an
+ * H200). */
 constexpr int kE2m1CtaTiles = 11;
 /* E4M3's start cost in tiles: 8, the least that picks split 4 on (14336, 4096), the fastest there of
  * 2, 4, 6, 8, 12 and 16 forced and the 7 that a cost of 4 picks (FP8 per tensor at M = 1, 2, 4, 8:
- * 19.2, 20.6, 21.0, 21.8 against 21.9, 24.3, 24.5, 25.5 us; H200, BENCHMARKS.md twenty-sixth and
- * twenty-seventh sessions); the other default shapes keep their splits (16, 11, 4, 8); (18432, 6144),
- * not measured, goes from 6 to 4. */
+ * 19.2, 20.6, 21.0, 21.8 against 21.9, 24.3, 24.5, 25.5 us, measured on an H200); the other default
+ * shapes get the splits a cost of 4 gives them (16, 11, 4, 8); (18432, 6144), not measured, gets 4
+ * where a cost of 4 gives 6. */
 constexpr int kFp8CtaTiles = 8;
 /* The start cost in tiles of encoding enc's GEMV CTAs (split_for's cta_tiles). */
 constexpr int gemv_cta_tiles(int enc) { return is_fp8(enc) ? kFp8CtaTiles : kE2m1CtaTiles; }
@@ -55,16 +55,15 @@ static int split_for(int strips, int chunks, int tiles_per_step, int sm_count, i
 }
 
 /* The split of K on the fused path (NB >= 2): the most splits whose CTAs still fit in one wave of two
- * per SM (the PIPE variant's occupancy), at least one. Measured on the H200 (NVFP4, forced splits,
- * 2026-11-30): on (28672, 8192) one split against the GEMV model's four gives M = 64 131 against 189 us
- * and M = 128 251 against 314 (M = 16 83 against 71); on (4096, 14336) eight against sixteen gives
- * M = 16 24 against 32 us and M = 64 66 against 95. Not for want of a second wave: cutting a strip
- * group's K range costs ~40% at M = 64 within one wave too (stream-K's 232 spans on (28672, 8192): 191
- * against 138 us, 2026-12-01, BENCHMARKS.md row 48). About half of that was instruction fetch, the
- * reduction's unrolled epilogues (row 50, fixed); split 2 on that shape is still slower than split 1
- * (M = 64 149.7 against 123.5 us), for a reason not yet known. A function of the shape and the SM
- * count only, like split_for, so the fused path is batch invariant across its tile
- * heights. */
+ * per SM (the PIPE variant's occupancy), at least one. Measured on an H200 (NVFP4, forced splits): on
+ * (28672, 8192) one split against the GEMV model's four gives M = 64 131 against 189 us and M = 128 251
+ * against 314 (M = 16 83 against 71); on (4096, 14336) eight against sixteen gives M = 16 24 against 32 us
+ * and M = 64 66 against 95. Not for want of a second wave alone: cutting a strip group's K range costs
+ * ~40% at M = 64 within one wave too (stream-K's 232 spans on (28672, 8192): 191 against 138 us), about
+ * half of it instruction fetch of an unrolled reduction (the reduction is a loop, finish_unit); split 2
+ * on that shape is still slower than split 1 (M = 64 149.7 against 123.5 us), for a reason not known. A
+ * function of the shape and the SM count only, like split_for, so the fused path is batch invariant
+ * across its tile heights. */
 static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
 {
     const int groups = strip_groups(strips);
@@ -80,12 +79,11 @@ static int split_for_fused(int strips, int chunks, int tiles_per_step, int sm_co
 
 /* One split of K on the fused path (NB = 8, 64-row M tiles) past four M tiles where the M tiles alone
  * make two waves of 64-row tiles (two per SM): there the split's partials only cost, a DRAM round trip
- * of 2 x M x N x 4 bytes per split. On the H200 (BENCHMARKS.md, forty-third session, calls 2-3, NVFP4 and
- * FP8 per tensor, one split forced against the default): at M = 2048 1.1x-2.0x faster on the four default
- * shapes that split (4096 x 14336 329.2 against 657.9 us), at M = 512 and 1024 faster on 15 of 16 rows
- * (slower: 6144 x 18432 NVFP4 at 1024, 458.8 against 419.6); at M = 256 slower on three of those four
- * shapes (4096 x 14336 139.4 against 74.1: 32 strip groups fill no wave), hence the four M tiles and two
- * waves. The split then depends on M: row m's bits differ on either side of the first M where the rule
+ * of 2 x M x N x 4 bytes per split. Measured on an H200 (NVFP4 and FP8 per tensor, one split forced
+ * against the default): at M = 2048 1.1x-2.0x faster on the four default shapes that split (4096 x 14336
+ * 329.2 against 657.9 us), at M = 512 and 1024 faster on 15 of 16 rows (slower: 6144 x 18432 NVFP4 at
+ * 1024, 458.8 against 419.6); at M = 256 slower on three of those four shapes (4096 x 14336 139.4 against
+ * 74.1: 32 strip groups fill no wave), hence the four M tiles and two waves. The split then depends on M: row m's bits differ on either side of the first M where the rule
  * holds (M = 257 on 8192 x K, 1025 on 2048 x K), as they do where a small workspace cuts the split;
  * batch invariance holds on each side (test_cuda). */
 static bool one_split_fits(int strips, int mtiles, int sm_count)
@@ -123,13 +121,13 @@ static bool pair_units(mma_params &p, int cps_f, bool coarse, bool fine16, size_
 }
 
 /* Pair mode of the fused path (off unless QMM_CUDA_PAIRS=1, see launch_variant): 16-row tiles want a finer split
- * than the taller ones (measured on the H200, 2026-11-30, FP8: the split for one wave of four CTAs per
- * SM took M = 16 on (8192, 28672) from 129 to 86 us and on (6144, 18432) from 72 to 57, while the same
- * split made M = 32 and 64 3-32% slower), but the split may not depend on M (batch invariance). So each
- * unit of the usual split (split_for_fused, taller tiles) is cut in two halves, the fine splits
- * (pair_units): 16-row tiles run one fine split per unit (twice the CTAs, four per SM), taller tiles the
- * usual units as coarse ones. A first version that took a fine split of its own (rounded to 8 tiles)
- * unbalanced the taller tiles' units: (6144, 18432) M = 32 and 64 8-10% slower (2026-11-30). */
+ * than the taller ones (measured on an H200, FP8: the split for one wave of four CTAs per SM takes M = 16
+ * on (8192, 28672) from 129 to 86 us and on (6144, 18432) from 72 to 57, while the same split makes M = 32
+ * and 64 3-32% slower), but the split may not depend on M (batch invariance). So each unit of the usual
+ * split (split_for_fused, taller tiles) is cut in two halves, the fine splits (pair_units): 16-row tiles
+ * run one fine split per unit (twice the CTAs, four per SM), taller tiles the usual units as coarse ones.
+ * A fine split of its own (rounded to 8 tiles) would unbalance the taller tiles' units: (6144, 18432)
+ * M = 32 and 64 8-10% slower. */
 template <int NB>
 static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t partial_floats, size_t counter_count)
 {
@@ -140,10 +138,10 @@ static bool pair_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
 
 /* Tall pairs (QMM_CUDA_TALL, see launch_variant): the usual split (split_for_fused) fills one wave of
  * two CTAs per SM with one 64-row M tile, and two or more M tiles (M > 64) make it two waves or more.
- * Half the split was 11-30% faster at M = 128 on the H200 where it brought back one wave (NVFP4, forced
- * splits, BENCHMARKS.md thirteenth session: (14336, 4096) 95.7 -> 66.5 us, (4096, 14336) 97.1 -> 78.5,
- * (8192, 28672) 244.2 -> 218.0), and slower where it did not ((6144, 18432): split 5 -> 3, 149.8 ->
- * 161.0). The split may not depend on M, so the usual split's units are the fine splits of pair_units
+ * Half the split is 11-30% faster at M = 128 where it brings back one wave (NVFP4, forced splits,
+ * measured on an H200: (14336, 4096) 66.5 against 95.7 us, (4096, 14336) 78.5 against 97.1, (8192, 28672)
+ * 218.0 against 244.2), and slower where it does not ((6144, 18432), split 3 against 5: 161.0 against
+ * 149.8). The split may not depend on M, so the usual split's units are the fine splits of pair_units
  * for every M, and a call with several M tiles runs coarse units of two where their waves take no longer
  * than the fine ones' (which M may decide: both give the same bits). force: coarse units wherever there are
  * several M tiles (QMM_CUDA_TALL=2, for the tests, whose small weights fill one wave either way). */
@@ -156,9 +154,9 @@ static bool tall_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
     const int s_c = (p.chunks + 2 * cps_f - 1) / (2 * cps_f);
     const long long ctas = (long long)strip_groups(p.strips) * p.mtiles, slots = 2LL * sm_count;
     /* a coarse unit takes twice as long as a fine one: coarse where their waves take no longer, and fewer
-     * units (less filling of the pipeline, fewer partials) win the tie. Coarse wherever they needed
-     * fewer waves took (6144, 18432) at M = 256 (4 waves of fine units, 3 of coarse ones): 9% slower on
-     * the H200 (BENCHMARKS.md, fourteenth session) */
+     * units (less filling of the pipeline, fewer partials) win the tie. Coarse units wherever they need
+     * fewer waves would run (6144, 18432) at M = 256 (4 waves of fine units, 3 of coarse ones) 9% slower
+     * (measured on an H200) */
     const long long waves_f = (ctas * sc + slots - 1) / slots, waves_c = (ctas * s_c + slots - 1) / slots;
     /* coarse units restart their sum at the half: PIPE and STEP at 32 or 64 rows (not WHOLE) */
     const bool coarse = NB >= 4 && p.mtiles > 1 && (force || 2 * waves_c <= waves_f);
@@ -168,8 +166,8 @@ static bool tall_split(mma_params &p, int tiles_per_step, int sm_count, size_t p
 /* The GEMV's split for the three-CTA WHOLE (kGemvEarlyCtas): split_for's at three CTAs per SM where always
  * is set or the rule below holds, else 0 (it does not run; gemv_early_split in kernels_mma_launch.cuh sets
  * always by its knob). The rule: split_for's model at three CTAs per SM gives a grid of one wave that
- * fills at least 7/8 of the three-CTA slots. Measured on the H200 at M = 1..8 against the four-CTA kernel
- * at its own split (BENCHMARKS.md, twenty-seventh session, rows 110-111): (4096, 14336), 384 CTAs of 396
+ * fills at least 7/8 of the three-CTA slots. Measured on an H200 at M = 1..8 against the four-CTA kernel
+ * at its own split: (4096, 14336), 384 CTAs of 396
  * slots, 7-11% faster for E2M1 and 1-4% for E4M3 (split 12 alone, on the four-CTA kernel: 3-6% faster, FP8
  * 2-5% slower); (6144, 18432), 384, 3-5% and 2-3%; (8192, 28672), 384, a median 2% and 1%; but (14336,
  * 4096), 336 of 396, 1-6% slower, hence the fill (cause not found: the four-CTA kernel's 448 of 528 fill

@@ -115,11 +115,11 @@ __device__ __forceinline__ uint32_t hi_hi(uint32_t x)
  * pipe of the E2M1 kernels (Nsight: 59% at M = 16, 63% in the GEMV, against 24% and 46% for the FMA
  * pipe); a multiply by a value ptxas cannot fold goes to the FMA pipe (IMAD, IMAD.HI) instead, and
  * leaves the ALU pipe only the masks. SASS of the steady loops (ptxas 13.0, sm_90a; ALU: LOP3, SHF,
- * IADD3, ISETP; FMA: IMAD, HMUL2), per four tiles of the GEMV (WHOLE, one 8-row group) ALU 170 -> 146
- * (kPow2 = 1) -> 133 (2), FMA 116 -> 139 -> 168; per eight tiles of PIPE at 16 rows ALU 446 -> 366 ->
- * 326, FMA 221 -> 292 -> 356 (counted before the factors' high halves became a masked right shift, which
- * took the GEMV's loop from 327 to 318 instructions at kPow2 = 1). kPow2 = 2 makes the GEMV spill 12
- * bytes, so 1 is the default. */
+ * IADD3, ISETP; FMA: IMAD, HMUL2), per four tiles of the GEMV (WHOLE, one 8-row group) ALU 170 at
+ * kPow2 = 0, 146 at 1, 133 at 2, FMA 116, 139, 168; per eight tiles of PIPE at 16 rows ALU 446, 366, 326,
+ * FMA 221, 292, 356 (counted with the factors' high halves built another way; the masked right shift
+ * used here takes the GEMV's loop from 327 to 318 instructions at kPow2 = 1). kPow2 = 2 makes the GEMV
+ * spill 12 bytes, so 1 is the default. */
 #ifndef QMM_CUDA_DECODE_POW2
 #define QMM_CUDA_DECODE_POW2 1
 #endif
@@ -252,11 +252,11 @@ __device__ __forceinline__ void compute_tile_b(const mma_params &p, uint4 d, uin
     auto decode = [&](int j, uint32_t (&a)[4]) { decode_ktile<ENC>(p, w, fc, j, a); };
     /* fp16 A with NB >= 4 (STEP only): both k-tiles of a group decoded first, then the row groups of A
      * in two halves, so only half of the B fragments (hi and lo parts, NB x 4 registers) are live at a
-     * time: STEP at 64 rows spilled 308 bytes in one pass, 172 in halves (NVFP4, sm_90a; since a1d76af
-     * FP8's and NVFP4's fp16 activations take their fp16 decodes instead, so this runs for MXFP4). Each
-     * accumulator still takes its k-tiles in the same order, so the bits are those of the one pass.
-     * Not for bf16 A: PIPE at 32 rows then copied one weight-ring load (scripts/ring_moves.py) and
-     * PIPE at 64 rows kept its 16-byte spill. */
+     * time: STEP at 64 rows spills 308 bytes in one pass, 172 in halves (NVFP4's instance, sm_90a; FP8's
+     * and NVFP4's fp16 activations take their fp16 decodes, so this runs for MXFP4 of a wide scale
+     * range). Each accumulator still takes its k-tiles in the same order, so the bits are those of the one
+     * pass. Not for bf16 A: there PIPE at 32 rows would copy one weight-ring load (scripts/ring_moves.py)
+     * and PIPE at 64 rows keeps its 16-byte spill. */
     constexpr int HALVES = FP16A && NB >= 4 ? 2 : 1, NBH = NB / HALVES;
 #pragma unroll
     for (int gi = 0; gi < groups; gi++) {

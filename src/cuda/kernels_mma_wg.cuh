@@ -7,7 +7,7 @@
  * one unit of K and one group of M tiles (one of 32 or 64 rows, or two, three or four of 64: wg_config),
  * as in the other variants
  * (unit_of). Warp 8 is the producer: it streams the strips' weight tiles and scales (the prepared
- * layout, README.md) and the group's activations into a ring of shared-memory stages of 128 columns of
+ * layout, docs/cuda.md) and the group's activations into a ring of shared-memory stages of 128 columns of
  * K (wg_config), by bulk copies (one tensor copy of all 8 strips' weights and one of their scales where wg_maps has maps, else one
  * cp.async.bulk per strip; one or two for the activations: below) that complete on the stage's `full`
  * mbarrier;
@@ -36,20 +36,18 @@
  * their sum at the half as PIPE's do (pair_stash, pair_join).
  *
  * Bits: with the same unit of K and the same k-tile order per accumulator, wgmma's fp32 sums are those
- * of mma.sync m16n8k16, bit for bit (checked on the H200: scripts/probes/wgmma_rs.cu, 16.7 M partials,
+ * of mma.sync m16n8k16, bit for bit (checked on an H200: scripts/probes/wgmma_rs.cu, 16.7 M partials,
  * none different, at N = 64 and 128; and test_cuda's batch invariance against the other variants), so
  * the variant joins the fused path's family without changing any row's bits: same division of K (coarse
  * units or their fine halves, which sum to the same bits), the same additions of the splits' sums
- * and the same epilogue. On the H200 (BENCHMARKS.md, fifteenth and sixteenth sessions) 64-row CTAs ran
- * M = 33..64 1-26% faster than PIPE on every default shape (NVFP4 (8192, 28672) M = 64 123.1 -> 105.0
- * us), 128-row ones M = 65..128 up to 22% faster than 64-row CTAs or PIPE's coarse units ((8192, 28672)
- * M = 65 215.5 -> 166.4 us); the standalone probe of the same loop (no epilogue, no layout pass) took
- * 83.5 and 124.5 us for M = 64 and 128 there. FP8 (eighteenth session): M = 33..128 3-51% faster than
- * PIPE ((8192, 28672) M = 64 134.5 -> 94.0 us). Nineteenth session: the loop without a branch per warp
- * and with descriptors by one addition, 266 -> 220 instructions per stage, M = 33..64 5-14% faster
- * (NVFP4 (8192, 28672) M = 64 92.4 -> 83.7 us, the probe's time); the kernel a dependent launch of
- * wg_stage_a (launch_wg_kernel), its first stages' weights requested before it waits for that grid.
- * The launcher (launch_variant) says where each runs. */
+ * and the same epilogue. Measured on an H200: 64-row CTAs run M = 33..64 1-26% faster than PIPE on every
+ * default shape, 128-row ones M = 65..128 up to 22% faster than 64-row CTAs or PIPE's coarse units
+ * ((8192, 28672) M = 65: 166.4 against 215.5 us), FP8 M = 33..128 3-51% faster than PIPE ((8192, 28672)
+ * M = 64: 94.0 against 134.5 us). The loop has no branch per warp and builds its descriptors by one
+ * addition (220 instructions per stage, 5-14% faster at M = 33..64 than 266), and NVFP4 (8192, 28672)
+ * M = 64 runs in 83.7 us, the time of the standalone probe of the same loop (no epilogue, no layout
+ * pass). The kernel is a dependent launch of wg_stage_a (launch_wg_kernel), its first stages' weights
+ * requested before it waits for that grid. The launcher (launch_variant) says where each runs. */
 #ifndef QMM_CUDA_KERNELS_MMA_WG_CUH
 #define QMM_CUDA_KERNELS_MMA_WG_CUH
 
@@ -125,8 +123,8 @@ struct wg_config {
      * mbarriers */
     static constexpr int bytes = stages * stage + 2 * stages * 8;
     /* 192 and 256 rows: one buffer of A fragments, the warpgroups taking turns. At 232 registers two buffers
-     * compile too (no spill, no serialization), but on the H200 they were level for E2M1 and 4-7% slower
-     * for E4M3 (BENCHMARKS.md, thirtieth session, call 6) */
+     * compile too (no spill, no serialization), but they run level for E2M1 and 4-7% slower for E4M3
+     * (measured on an H200) */
     static constexpr bool single = ROWS > 2 * kWgRows;
     static_assert(half * ktiles == 4 && half * chunk_a == box_a, "a half stage is four k-tiles, one box of A");
     static_assert(stages >= 2 && bytes <= kWgSmemMax, "at least two stages in a CTA's shared memory");
@@ -251,8 +249,8 @@ __device__ __forceinline__ uint64_t wg_desc_sw_of(uint32_t lo)
 /* The turns of the two consumer warpgroups (192- and 256-row CTAs): warpgroup w waits for its turn on
  * named barrier 1 + w, which completes when the other warpgroup's 128 threads have passed it the turn
  * (bar.arrive). The barrier's number is a register, not a branch between two constants: with the branch
- * ptxas serialized the wgmmas of the fp16 FP8 instances (C7520, "compiler-inserted WG.AR in divergent
- * path"; the bf16 ones' times level without it, thirty-seventh session) */
+ * ptxas serializes the wgmmas of the fp16 FP8 instances (C7520, "compiler-inserted WG.AR in divergent
+ * path"; the bf16 ones' times are level either way) */
 __device__ __forceinline__ void wg_turn_wait(int w)
 {
     asm volatile("bar.sync %0, 256;\n" ::"r"(1 + w) : "memory");
@@ -472,7 +470,7 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
             wg_fence();
             wg_fence_acc(acc);
             /* the four descriptors as 64-bit sums on the first: ptxas then adds to the low word only and
-             * leaves the high one in place, where a high word rebuilt per descriptor took two UMOV each */
+             * leaves the high one in place, where a high word rebuilt per descriptor takes two UMOV each */
             const uint64_t d0 = wg_desc_sw_of(lo);
 #pragma unroll
             for (int j = 0; j < 4; j++) wg_mma<ROWS, is_half(ENC)>(acc, a[j], d0 + (uint64_t)(j * (32 >> 4)));

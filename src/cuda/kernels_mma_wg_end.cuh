@@ -36,11 +36,10 @@ __device__ __forceinline__ void wg_ldcg8(float (&v)[8], const float *q)
  * are read once (wg_factors8); each row's eight values are finished by wg_finish8 and stored as one
  * 16-byte piece (bf16, fp16) or two (fp32) where C's rows allow it (wg_c_vec). The arithmetic is
  * qmm__epilogue_finish's, step by step, so the bits are those of every other kernel.
- * Before (thirty-ninth session), every value went through qmm__epilogue_store on its own: the factor
- * and bias read again, the activation by an indirect branch, a 2- or 4-byte store; the reduction of
- * the cluster loaded all eight possible splits under predicates. At M = 128 on the H200 (NVFP4, N =
- * 14336) that end cost about 20 us of a 128-row CTA: K = 512 took 34.4 us against 13.9 at M = 64
- * (BENCHMARKS.md, fortieth session, stall samples in the end's loops). */
+ * The generic end, every value through qmm__epilogue_store on its own (the factor and bias read again,
+ * the activation by an indirect branch, a 2- or 4-byte store; the cluster's reduction loading all eight
+ * possible splits under predicates), costs about 20 us of a 128-row CTA at M = 128 (NVFP4, N = 14336,
+ * K = 512: 34.4 us against 15.5 in rows of 8 columns, measured on an H200). */
 __device__ __forceinline__ int wg_lane_row(int lane) { return (lane & 7) + 8 * (lane >> 4); }
 __device__ __forceinline__ int wg_lane_n0(int strip, int lane) { return strip * 16 + 8 * ((lane >> 3) & 1); }
 

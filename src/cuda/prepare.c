@@ -1,4 +1,4 @@
-/* Host side of qmm_weight_prepare for CUDA: the tile layout of README.md, and the choice of encoding.
+/* Host side of qmm_weight_prepare for CUDA: the tile layout of docs/cuda.md, and the choice of encoding.
  * Pure C on host memory; cuda_backend.c uploads the result. */
 #include <math.h>
 #include <string.h>
