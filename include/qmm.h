@@ -196,8 +196,8 @@ QMM_API qmm_status qmm_format_from_name(const char *name, qmm_format *out);
  * of this header; the others exist for exchange with other libraries. */
 typedef enum qmm_scale_layout {
     QMM_SCALE_LAYOUT_CANONICAL = 0,  /* (N, ceil(K/B)) row-major */
-    QMM_SCALE_LAYOUT_NV_BLOCKED = 1, /* cuBLASLt / CUTLASS 128x4 blocked (DESIGN.md) */
-    QMM_SCALE_LAYOUT_AMD_MFMA = 2    /* CDNA MFMA preshuffle (DESIGN.md) */
+    QMM_SCALE_LAYOUT_NV_BLOCKED = 1, /* cuBLASLt / CUTLASS 128x4 blocked (docs/design.md) */
+    QMM_SCALE_LAYOUT_AMD_MFMA = 2    /* CDNA MFMA preshuffle (docs/design.md) */
 } qmm_scale_layout;
 
 typedef struct qmm_prepared qmm_prepared; /* a backend's own copy of a weight (qmm_weight_prepare) */
@@ -293,7 +293,7 @@ QMM_API qmm_status qmm_weight_validate(const qmm_weight *w);
  * ---------------------------------------------------------------------------------------------- */
 typedef enum qmm_recipe {
     QMM_RECIPE_DEFAULT = 0,        /* NVFP4: modelopt; MXFP4: floor; FP8: amax; BF16: round to nearest even */
-    QMM_RECIPE_NVFP4_MODELOPT = 1, /* NVIDIA TensorRT Model Optimizer, weight path (DESIGN.md) */
+    QMM_RECIPE_NVFP4_MODELOPT = 1, /* NVIDIA TensorRT Model Optimizer, weight path (docs/design.md) */
     QMM_RECIPE_MXFP4_FLOOR = 2,    /* OCP MX v1.0: e = floor(log2(amax)) - 2 */
     QMM_RECIPE_MXFP4_RCEIL = 3,    /* e = ceil(log2(amax / 6)) (NVIDIA, gpt-oss); elements still RNE */
     QMM_RECIPE_FP8_AMAX = 4        /* s = amax / 448 per tensor or per channel (from the format) */
@@ -306,7 +306,7 @@ QMM_API const char *qmm_recipe_name(qmm_recipe recipe);
 QMM_API qmm_status qmm_recipe_from_name(const char *name, qmm_recipe *out);
 
 /* Quantizes the n x k matrix `src` (src_type FP32, BF16 or FP16; row r starts at element r * src_stride)
- * into *dst with `recipe`, bit-exactly as the recipe's producer does (DESIGN.md):
+ * into *dst with `recipe`, bit-exactly as the recipe's producer does (docs/design.md):
  *   NVFP4 modelopt: s2 = amax / 2688; per 16-block sb = E4M3(clamp(amax_b / (6 * s2), 2^-9, 448)),
  *     1.0 for an all-zero block; q = E2M1(x / (sb * s2)) with the sign taken as q < 0 (so -0.0, and a
  *     negative x whose quotient underflows to -0.0, encode as +0, as modelopt's _cast_fp4 does). All
@@ -427,7 +427,7 @@ QMM_API qmm_status qmm_context_set_path(qmm_context *ctx, qmm_path path);
 QMM_API const char *qmm_context_describe(const qmm_context *ctx);
 
 /* Makes the backend's own copy of the validated, canonical weight *w and records it in w->prepared:
- * the CUDA backend uploads it to device memory in the order its kernels read (see src/cuda/README.md);
+ * the CUDA backend uploads it to device memory in the order its kernels read (see docs/cuda.md);
  * the CPU backend repacks it into tiles of 16 rows (src/cpu/README.md; about the size of the weight)
  * and its GEMV path needs that copy: on the CPU an unprepared weight still works, through a slower path
  * that builds panels from the canonical buffers. A copy made on one CPU context serves every CPU

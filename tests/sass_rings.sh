@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The weight rings' invariant in the compiled kernels (src/cuda/README.md, "Weight rings"): no weight or
+# The weight rings' invariant in the compiled kernels (docs/cuda.md, "Weight rings"): no weight or
 # scale load of a tensor-core kernel is copied into a ring slot by a register move, which would wait for
 # the load and leave one tile in flight. Compiles each encoding's kernels (both forms of A) for sm_90a,
 # disassembles them (nvdisasm from NVIDIA's PyPI wheel, fetched by scripts/sass.sh) and runs

@@ -302,7 +302,7 @@ static void test_chunked_materialize(void)
             }
         mm_case odd = {QMM_FORMAT_NVFP4, 517, 999, 1003, QMM_DTYPE_BF16, QMM_DTYPE_BF16, 0, QMM_ACT_RELU, 3, 5};
         mm_check(mid, ref, &odd, "chunked materialize, large M, odd sizes");
-        /* the same case varied one factor at a time (BENCHMARKS.md, Fixed bug): without chunks (the
+        /* the same case varied one factor at a time (docs/cuda.md, Materialize): without chunks (the
          * default workspace), small M, even K, no padding, no activation, fp32 output */
         mm_check(ctx, ref, &odd, "materialize, large M, odd sizes, one chunk");
         mm_case v = odd;
@@ -707,7 +707,7 @@ static void test_bad_inputs(void)
 }
 
 /* Each test function's wall time on stdout (ctest keeps it in Testing/Temporary/LastTest.log), so that
- * the slow ones can be found: every `ctest -L cuda` on the lent GPU waits for this program. */
+ * the slow ones can be found: every `ctest -L cuda` waits for this program. */
 static double seconds_now(void)
 {
     struct timespec t;
@@ -728,7 +728,7 @@ static double seconds_now(void)
  * M > 64, or a form of the WG variant. `test_cuda wg` (test_cuda_wgcl1 and _wgcl2, which force the
  * split of K with QMM_CUDA_SPLITS): the same with graph capture and without long K, whose error bound
  * holds for the default split only (one or two splits of K = 70001 put every kernel past it, those
- * without WG too: the H200, sixteenth session, relative errors up to 8.4e-5 against 1e-5, FP8 with fp16
+ * without WG too: measured on an H200, relative errors up to 8.4e-5 against 1e-5, FP8 with fp16
  * activations included) */
 int main(int argc, char **argv)
 {

@@ -3,9 +3,8 @@
  * splits leave no unit empty and the fused split fits one wave; tall pairs' units of summation (the fine
  * splits) are the same for every M and tile height, decided by the shape and the workspace alone, so the
  * fused path stays batch invariant; coarse units only where the kernels can form the pair (tiles of 32
- * or 64 rows, several M tiles). Then the decisions measured on the H200 (132 SMs) for the five default
- * shapes (BENCHMARKS.md, thirteenth and fourteenth sessions), and the WG variant's plans there
- * (seventeenth session). Needs no GPU: no kernel runs. */
+ * or 64 rows, several M tiles). Then the decisions measured fastest on an H200 (132 SMs) for the five
+ * default shapes, and the WG variant's plans there. Needs no GPU: no kernel runs. */
 #include "../src/cuda/cuda_internal.h"
 #include "../src/cuda/decode.h"
 #include "cuda_split_host.h"
@@ -100,7 +99,7 @@ static void check_default(int n, int k, int gemv_split, int fused_split, int coa
 }
 
 /* The WG variant's plans on the H200 (132 SMs; what it holds of the WG kernels, clusters under the
- * load-balancing policy: scripts/probes/cluster_occupancy.cu, BENCHMARKS.md seventeenth session) for
+ * load-balancing policy, measured by scripts/probes/cluster_occupancy.cu) for
  * the default shapes: the plans measured fastest there. Clusters only where one wave holds them ((6144,
  * 18432): 48 clusters of five, 47 held; (4096, 14336): 32 of eight, 30 held); coarse 128-row units at
  * two or four M tiles where they take fewer waves for the same work ((6144, 18432) M = 256: three waves
@@ -128,8 +127,8 @@ static void check_wg_plans(void)
         {14336, 4096, 64, 64, 2, 2, 0},   {14336, 4096, 128, 128, 1, 1, 32},  {14336, 4096, 256, 256, 1, 1, 32},
         {28672, 8192, 64, 64, 0, 1, 0},   {28672, 8192, 128, 128, 1, 1, 0},   {28672, 8192, 256, 64, 0, 1, 0},
         /* past four M tiles: one split where the M tiles make two waves of 64-row tiles (one_split_fits;
-         * forty-third session: at M = 512 and 1024 one split took 310.5 and 621.7 us on (8192, 28672)
-         * against the plans below's 342.7 and 699.7), then the cheapest plan by wg_cost */
+         * measured on an H200: at M = 512 and 1024 one split took 310.5 and 621.7 us on (8192, 28672)
+         * against 342.7 and 699.7 for the split plans), then the cheapest plan by wg_cost */
         {8192, 28672, 384, 256, 1, 1, 0}, {8192, 28672, 512, 256, 1, 1, 0},   {8192, 28672, 1024, 256, 1, 1, 0},
         {28672, 8192, 384, 64, 0, 1, 0},  {28672, 8192, 512, 256, 1, 1, 0},   {28672, 8192, 1024, 256, 1, 1, 0},
         /* and test_cuda's weights for them (batch invariance past four M tiles): one split on 8192 x 2048,
@@ -270,7 +269,7 @@ int main(void)
     check_default(28672, 8192, 2, 1, 0, 0); /* 4 before WHOLE's two parts (whole_part) */
     check_default(8192, 28672, 8, 4, 1, 1);
     /* the GEMV's three-CTA WHOLE on the default shapes, both encodings (N, K, its split or 0): where it was
-     * measured faster on the H200 (twenty-seventh session), and not on (14336, 4096), 1-6% slower */
+     * measured faster on an H200, and not on (14336, 4096), where it was 1-6% slower */
     static const int early[][3] = {{4096, 14336, 12}, {14336, 4096, 0}, {6144, 18432, 8}, {28672, 8192, 0}, {8192, 28672, 6}};
     for (int i = 0; i < 5; i++)
         for (int e = 0; e < 2; e++) {

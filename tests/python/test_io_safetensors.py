@@ -1,7 +1,7 @@
 """qmm's safetensors reader and writer against the Python `safetensors` package (the format's
 reference implementation, Rust underneath): files written by one are read by the other and every value
 is compared; modelopt NVFP4 and gpt-oss MXFP4 checkpoints built here independently load with the right
-values and export back bit for bit; the scale layouts follow the DESIGN.md formulas."""
+values and export back bit for bit; the scale layouts follow the formulas of docs/design.md."""
 
 import json
 import struct

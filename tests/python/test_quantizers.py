@@ -1,6 +1,6 @@
 """qmm_quantize / qmm_dequantize against numpy statements of the recipes.
 
-The oracles below are written from the recipe definitions (DESIGN.md, qmm.h, and the producers they
+The oracles below are written from the recipe definitions (docs/design.md, qmm.h, and the producers they
 name), not from qmm's C code:
 
 NVFP4, as TensorRT Model Optimizer's NVFP4QTensor does it, all arithmetic in float32 in this order:

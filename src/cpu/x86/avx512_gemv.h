@@ -73,7 +73,7 @@ QMM__INLINE void qmm__gemv_rows(const int kind, const int dot, const int MG, con
     for (size_t g = 0; g < full; g++) {
         /* Software prefetch 4 KB ahead in the tile (and its scales). The loop body of a group is ~130
          * instructions for 512 bytes, so the out-of-order window alone keeps only ~1.5 KB of loads in
-         * flight per core; measured from memory with 2 threads: NVFP4 M = 1 +18%, FP8 +5%, MXFP4 and
+         * flight per core; measured from memory with 2 threads: NVFP4 M = 1 +18%, FP8 +9%, MXFP4 and
          * bf16 unchanged (docs/cpu-notes.md). Past the tile's end it touches the next tile. */
         for (size_t l = 0; l < QMM__GROUP_DATA(kind); l += 64)
             _mm_prefetch((const char *)td + g * QMM__GROUP_DATA(kind) + 4096 + l, _MM_HINT_T0);
