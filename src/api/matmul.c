@@ -1,5 +1,6 @@
 /* qmm_matmul: argument checks shared by every backend, then the dispatcher's choice of path. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../core/error.h"
@@ -18,10 +19,24 @@ void qmm_epilogue_init(qmm_epilogue *epi)
 }
 
 /* The weight as the backend will read it: the prepared copy where the backend needs one, else the
- * canonical host buffers. */
+ * canonical host buffers. Where a backend that reads host buffers has its own prepared copy, the scales'
+ * values were checked when the copy was made and the copy holds its own: a call checks the descriptor's
+ * buffers and sizes without a pass over E x N channel scales. */
 qmm_status qmm__check_weight(const char *fn, const qmm_context *ctx, const qmm_weight *w)
 {
     if (!w) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: w is NULL", fn);
+    const bool own_copy = w->prepared && w->prepared->backend == ctx->ops->id;
+    if (!ctx->ops->needs_prepare && own_copy) {
+        const qmm_prepared *p = w->prepared;
+        QMM__TRY(qmm__weight_check(fn, w, false));
+        if (w->scale_layout != QMM_SCALE_LAYOUT_CANONICAL)
+            return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: block scales must be in the canonical layout", fn);
+        if (p->format != w->format || p->n != w->n || p->k != w->k || p->experts != qmm__weight_experts(w))
+            return qmm__fail(QMM_ERR_INVALID_WEIGHT, "%s: the descriptor (format %d, %zu x %zu x %zu) no longer matches its "
+                             "prepared copy (format %d, %zu x %zu x %zu)", fn, (int)w->format, qmm__weight_experts(w), w->n,
+                             w->k, (int)p->format, p->experts, p->n, p->k);
+        return QMM_OK;
+    }
     if (!ctx->ops->needs_prepare || !w->prepared) {
         if (ctx->ops->needs_prepare)
             return qmm__fail(QMM_ERR_NOT_PREPARED, "%s: backend '%s' needs qmm_weight_prepare() on this weight first",
