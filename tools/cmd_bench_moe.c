@@ -11,8 +11,11 @@
  * - from 256 tokens, the dense GEMM rate of the same path: qmm_matmul of all the routed rows against one
  *   expert, in GFLOP/s, beside the grouped call's.
  * Timing as the dense run's (cmd_bench.c): warm-up, batches of calls between two synchronisations, the
- * median of --reps batches, the stack copied until the copies pass --rotate-mb so that the experts come
- * from memory. */
+ * median of --reps batches. The experts come from memory, as in a model whose other layers pass between
+ * two calls of one layer: the stack is copied until the copies pass --rotate-mb, and the calls cycle
+ * through MOE_ROUTINGS routings of the M tokens (each with its own seed) as well as through the copies,
+ * so that successive calls touch other experts (MOE_ROUTINGS is odd: with two copies every routing meets
+ * both). Touched bytes and GB/s are averages over the routings. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,7 @@
 #include "common.h"
 
 #define MOE_SEED 20261207u
+#define MOE_ROUTINGS 7
 
 /* A stack of E random experts: one random weight of E x N rows, described as E experts of N rows. */
 static int moe_stack(qmm_weight *w, qmm_format f, size_t experts, size_t n, size_t k, uint64_t seed)
@@ -82,29 +86,34 @@ static void moe_route(size_t tokens, size_t topk, size_t experts, uint64_t seed,
     free(count);
 }
 
-/* One measured thing: a call over copy `copy` of the weights. */
-typedef qmm_status (*moe_call)(void *arg, int copy);
+/* One measured thing: the call-th call (its routing and copy of the weights). */
+typedef qmm_status (*moe_call)(void *arg, int call);
 
-/* The median time of one call in us: warm-up, then --reps batches of calls between synchronisations. */
-static qmm_status moe_time(qmm_context *ctx, const bench_options *o, moe_call call, void *arg, int copies, double *us)
+/* The median time of one call of each of `count` things in us: a warm-up of each, then --reps rounds in
+ * which each thing runs one batch of calls between two synchronisations. The things alternate within a
+ * round, so that their ratio holds one state of the machine (a VM's bandwidth drifts by tens of per cent
+ * between runs). */
+static qmm_status moe_time(qmm_context *ctx, const bench_options *o, const moe_call *calls, int count, void *arg, double *us)
 {
-    double t0 = tool_now();
-    int next = 0;
+    int batch[3], next = 0;
+    double times[3][BENCH_MAX_REPS];
     qmm_status st = QMM_OK;
-    for (int i = 0; i < 2 && st == QMM_OK; i++) st = call(arg, next++ % copies);
-    if (st == QMM_OK) st = qmm_context_synchronize(ctx);
-    if (st != QMM_OK) return st;
-    const double per = (tool_now() - t0) / 2;
-    int batch = (int)(o->batch_ms * 1e-3 / (per > 1e-7 ? per : 1e-7));
-    batch = batch < 1 ? 1 : batch > 2000 ? 2000 : batch;
-    double times[BENCH_MAX_REPS];
-    for (int rep = 0; rep < o->reps && st == QMM_OK; rep++) {
-        t0 = tool_now();
-        for (int i = 0; i < batch && st == QMM_OK; i++) st = call(arg, next++ % copies);
+    for (int t = 0; t < count && st == QMM_OK; t++) {
+        const double t0 = tool_now();
+        for (int i = 0; i < 2 && st == QMM_OK; i++) st = calls[t](arg, next++);
         if (st == QMM_OK) st = qmm_context_synchronize(ctx);
-        times[rep] = (tool_now() - t0) / batch;
+        const double per = (tool_now() - t0) / 2;
+        batch[t] = (int)(o->batch_ms * 1e-3 / (per > 1e-7 ? per : 1e-7));
+        batch[t] = batch[t] < 1 ? 1 : batch[t] > 2000 ? 2000 : batch[t];
     }
-    *us = tool_median(times, o->reps) * 1e6;
+    for (int rep = 0; rep < o->reps && st == QMM_OK; rep++)
+        for (int t = 0; t < count && st == QMM_OK; t++) {
+            const double t0 = tool_now();
+            for (int i = 0; i < batch[t] && st == QMM_OK; i++) st = calls[t](arg, next++ % (MOE_ROUTINGS * 64));
+            if (st == QMM_OK) st = qmm_context_synchronize(ctx);
+            times[t][rep] = (tool_now() - t0) / batch[t];
+        }
+    for (int t = 0; t < count && st == QMM_OK; t++) us[t] = tool_median(times[t], o->reps) * 1e6;
     return st;
 }
 
@@ -112,43 +121,53 @@ typedef struct moe_run {
     qmm_context *ctx;
     qmm_weight *stacks;   /* copies */
     qmm_weight **experts; /* copies x E, each prepared on its own (the naive loop) */
+    int copies;
     size_t experts_count, m, n, k, tokens;
-    const size_t *offsets;
-    const int32_t *rows;
+    size_t *offsets;      /* MOE_ROUTINGS x (E + 1) */
+    int32_t *rows;        /* MOE_ROUTINGS x m */
     const uint16_t *a;    /* the tokens, bf16 */
-    const uint16_t *ag;   /* the routed rows gathered, for the naive loop */
+    uint16_t *ag;         /* MOE_ROUTINGS x the routed rows gathered, for the naive loop */
     void *c;
     qmm_dtype c_type;
 } moe_run;
 
-static qmm_status moe_grouped(void *arg, int copy)
+/* Call i's routing and copy of the weights. */
+static size_t moe_routing(int call) { return (size_t)call % MOE_ROUTINGS; }
+static int moe_copy(const moe_run *r, int call) { return call % r->copies; }
+
+static qmm_status moe_grouped(void *arg, int call)
 {
     const moe_run *r = arg;
-    return qmm_matmul_grouped(r->ctx, r->m, r->offsets, r->rows, r->tokens, QMM_DTYPE_BF16, r->a, r->k, &r->stacks[copy],
-                              r->c_type, r->c, r->n, NULL);
+    const size_t q = moe_routing(call);
+    return qmm_matmul_grouped(r->ctx, r->m, r->offsets + q * (r->experts_count + 1), r->rows + q * r->m, r->tokens,
+                              QMM_DTYPE_BF16, r->a, r->k, &r->stacks[moe_copy(r, call)], r->c_type, r->c, r->n, NULL);
 }
 
-static qmm_status moe_loop(void *arg, int copy)
+static qmm_status moe_loop(void *arg, int call)
 {
     const moe_run *r = arg;
-    const size_t csize = bench_elem(r->c_type);
+    const size_t csize = bench_elem(r->c_type), q = moe_routing(call);
+    const size_t *offsets = r->offsets + q * (r->experts_count + 1);
+    const uint16_t *ag = r->ag + q * r->m * r->k;
     for (size_t e = 0; e < r->experts_count; e++) {
-        const size_t r0 = r->offsets[e], cnt = r->offsets[e + 1] - r0;
+        const size_t r0 = offsets[e], cnt = offsets[e + 1] - r0;
         if (!cnt) continue;
-        qmm_status st = qmm_matmul(r->ctx, cnt, QMM_DTYPE_BF16, r->ag + r0 * r->k, r->k, &r->experts[copy][e], r->c_type,
-                                   (char *)r->c + r0 * r->n * csize, r->n, NULL);
+        qmm_status st = qmm_matmul(r->ctx, cnt, QMM_DTYPE_BF16, ag + r0 * r->k, r->k, &r->experts[moe_copy(r, call)][e],
+                                   r->c_type, (char *)r->c + r0 * r->n * csize, r->n, NULL);
         if (st != QMM_OK) return st;
     }
     return QMM_OK;
 }
 
-static qmm_status moe_dense(void *arg, int copy)
+/* All the routed rows against one expert (another for each routing): the dense GEMM of the same rows. */
+static qmm_status moe_dense(void *arg, int call)
 {
     const moe_run *r = arg;
-    return qmm_matmul(r->ctx, r->m, QMM_DTYPE_BF16, r->ag, r->k, &r->experts[copy][0], r->c_type, r->c, r->n, NULL);
+    return qmm_matmul(r->ctx, r->m, QMM_DTYPE_BF16, r->ag + moe_routing(call) * r->m * r->k, r->k,
+                      &r->experts[moe_copy(r, call)][moe_routing(call) % r->experts_count], r->c_type, r->c, r->n, NULL);
 }
 
-/* The relative error of C (grouped order) against the reference rows ref[e][token % probes]. */
+/* The relative error of C (grouped order, routing 0) against the reference rows ref[e][token % probes]. */
 static double moe_check(const moe_run *r, const float *ref)
 {
     double num = 0, den = 0;
@@ -231,15 +250,17 @@ static int moe_shape(qmm_context *ctx, const bench_options *o, const qmm_machine
     const double expert_bytes = (double)sz.data_bytes + (double)sz.block_scale_bytes + 4.0 * (double)sz.channel_scale_count;
     int copies = (int)ceil(o->rotate_mb * 1048576.0 / (expert_bytes * (double)experts));
     copies = copies < 2 ? 2 : copies;
-    moe_run r = {.ctx = ctx, .experts_count = experts, .n = n, .k = k, .c_type = o->out_type};
+    moe_run r = {.ctx = ctx, .experts_count = experts, .n = n, .k = k, .c_type = o->out_type, .copies = copies};
     r.stacks = calloc((size_t)copies, sizeof *r.stacks);
     r.experts = calloc((size_t)copies, sizeof *r.experts);
-    size_t *offsets = malloc((experts + 1) * sizeof *offsets);
-    int32_t *rows = malloc(max_rows * sizeof *rows);
-    uint16_t *probe = malloc(BENCH_PROBE_ROWS * k * 2), *a = malloc(max_tokens * k * 2), *ag = malloc(max_rows * k * 2);
+    r.offsets = malloc(MOE_ROUTINGS * (experts + 1) * sizeof *r.offsets);
+    r.rows = malloc(MOE_ROUTINGS * max_rows * sizeof *r.rows);
+    r.ag = malloc(MOE_ROUTINGS * max_rows * k * 2);
+    uint16_t *probe = malloc(BENCH_PROBE_ROWS * k * 2), *a = malloc(max_tokens * k * 2);
     float *ref = malloc(experts * BENCH_PROBE_ROWS * n * sizeof(float));
     r.c = malloc(max_rows * n * 4);
-    qmm_status st = (r.stacks && r.experts && offsets && rows && probe && a && ag && ref && r.c) ? QMM_OK : QMM_ERR_OUT_OF_MEMORY;
+    qmm_status st = (r.stacks && r.experts && r.offsets && r.rows && r.ag && probe && a && ref && r.c) ? QMM_OK
+                                                                                                    : QMM_ERR_OUT_OF_MEMORY;
     for (int c = 0; c < copies && st == QMM_OK; c++) {
         if (moe_stack(&r.stacks[c], f, experts, n, k, 1000 + (uint64_t)f) != 0) st = QMM_ERR_OUT_OF_MEMORY;
         if (st == QMM_OK && !(r.experts[c] = calloc(experts, sizeof **r.experts))) st = QMM_ERR_OUT_OF_MEMORY;
@@ -258,11 +279,15 @@ static int moe_shape(qmm_context *ctx, const bench_options *o, const qmm_machine
     for (int mi = 0; mi < o->m_count && st == QMM_OK; mi++) {
         r.tokens = o->ms[mi];
         r.m = r.tokens * topk;
-        moe_route(r.tokens, topk, experts, MOE_SEED + r.tokens, offsets, rows);
-        r.offsets = offsets, r.rows = rows, r.a = a, r.ag = ag;
-        for (size_t i = 0; i < r.m; i++) memcpy(ag + i * k, a + (size_t)rows[i] * k, k * 2);
+        r.a = a;
         double touched = 0;
-        for (size_t e = 0; e < experts; e++) touched += offsets[e + 1] > offsets[e] ? expert_bytes : 0;
+        for (size_t q = 0; q < MOE_ROUTINGS; q++) {
+            size_t *offsets = r.offsets + q * (experts + 1);
+            int32_t *rows = r.rows + q * r.m;
+            moe_route(r.tokens, topk, experts, MOE_SEED + MOE_ROUTINGS * r.tokens + q, offsets, rows);
+            for (size_t i = 0; i < r.m; i++) memcpy(r.ag + (q * r.m + i) * k, a + (size_t)rows[i] * k, k * 2);
+            for (size_t e = 0; e < experts; e++) touched += offsets[e + 1] > offsets[e] ? expert_bytes / MOE_ROUTINGS : 0;
+        }
         bench_pause(o->cool_ms);
         /* the check, on a poisoned C */
         memset(r.c, 0xff, r.m * n * bench_elem(r.c_type));
@@ -275,18 +300,17 @@ static int moe_shape(qmm_context *ctx, const bench_options *o, const qmm_machine
                     topk, r.tokens, n, k, rel_err);
             failures++;
         }
-        double us = 0, loop_us = 0, dense_us = 0;
-        if (st == QMM_OK) st = moe_time(ctx, o, moe_grouped, &r, copies, &us);
-        if (st == QMM_OK) st = moe_time(ctx, o, moe_loop, &r, copies, &loop_us);
-        if (st == QMM_OK && r.tokens >= 256) st = moe_time(ctx, o, moe_dense, &r, copies, &dense_us);
-        if (st == QMM_OK) moe_print(o, ctx, rates, f, &r, us, touched, loop_us, dense_us, rel_err);
+        double us[3] = {0, 0, 0};
+        const moe_call calls[3] = {moe_grouped, moe_loop, moe_dense};
+        if (st == QMM_OK) st = moe_time(ctx, o, calls, r.tokens >= 256 ? 3 : 2, &r, us);
+        if (st == QMM_OK) moe_print(o, ctx, rates, f, &r, us[0], touched, us[1], us[2], rel_err);
     }
     for (int c = 0; r.stacks && c < copies; c++) {
         for (size_t e = 0; r.experts && r.experts[c] && e < experts; e++) qmm_weight_unprepare(&r.experts[c][e]);
         if (r.experts) free(r.experts[c]);
         qmm_weight_free(&r.stacks[c]);
     }
-    free(r.stacks), free(r.experts), free(offsets), free(rows), free(probe), free(a), free(ag), free(ref), free(r.c);
+    free(r.stacks), free(r.experts), free(r.offsets), free(r.rows), free(probe), free(a), free(r.ag), free(ref), free(r.c);
     if (st != QMM_OK) return tool_report("bench", st);
     return failures ? 1 : 0;
 }

@@ -72,16 +72,16 @@ typedef struct qmm__grouped_gemv_job {
     size_t count, pairs;
 } qmm__grouped_gemv_job;
 
-/* Pairs [p0, p1) of the schedule: for each segment they cover, its tiles among them. */
+/* Thread tid's share of every expert: its contiguous range of each expert's tiles. Every thread streams
+ * part of each expert, as in qmm_matmul's GEMV, so an expert with more rows costs every thread alike. */
 static void qmm__grouped_gemv_worker(void *arg, int tid, int nt)
 {
     const qmm__grouped_gemv_job *j = arg;
-    const size_t p0 = j->pairs * (size_t)tid / (size_t)nt, p1 = j->pairs * (size_t)(tid + 1) / (size_t)nt;
     for (size_t i = 0; i < j->count; i++) {
         const qmm__gemv_segment *g = &j->seg[i];
-        const size_t s0 = g->first, s1 = g->first + g->args.w->tiles;
-        const size_t a = p0 > s0 ? p0 : s0, b = p1 < s1 ? p1 : s1;
-        if (a < b) g->fn(&g->args, a - s0, b - s0);
+        const size_t tiles = g->args.w->tiles;
+        const size_t a = tiles * (size_t)tid / (size_t)nt, b = tiles * (size_t)(tid + 1) / (size_t)nt;
+        if (a < b) g->fn(&g->args, a, b);
     }
 }
 
