@@ -22,8 +22,8 @@ if command -v compute-sanitizer >/dev/null; then
   echo "memcheck bench rc=$?"
   compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/qmm bench --backend cuda --shapes 300:1000,16:60000 --m 5,40 --path materialize --reps 1 --rotate-mb 1 >> "$OUT/memcheck.log" 2>&1
   echo "memcheck bench (materialize) rc=$?"
-  QMM_CUDA_PAIRS=1 compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/qmm bench --backend cuda --shapes 300:1000,16:60000 --m 12,16,40 --format fp8_tensor,nvfp4 --path fused --reps 1 --rotate-mb 1 >> "$OUT/memcheck.log" 2>&1
-  echo "memcheck bench (pair mode) rc=$?"
+  compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/tests/test_cuda pairs-small >> "$OUT/memcheck.log" 2>&1
+  echo "memcheck test_cuda pairs-small (pair mode) rc=$?"
   compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/qmm bench --backend cuda --shapes 300:1000,16:60000 --m 1,12,24,40 --format fp8_tensor,nvfp4,mxfp4 --a-type fp16 --reps 1 --rotate-mb 1 >> "$OUT/memcheck.log" 2>&1
   echo "memcheck bench (fp16 activations) rc=$?"
 fi

@@ -5,10 +5,14 @@
  * (skipped) without a usable GPU. */
 #include <cuda_runtime_api.h>
 
-#include "../src/cuda/cuda_internal.h"
+#include "../src/cuda/plan.h"
+#include "cuda_variants.h"
 #include "matmul_check.h"
 
 static qmm_context *ref, *ctx;
+
+/* The plan's override of every CUDA context the tests make: the rules, or a variant's (main). */
+static qmm__cuda_override plan_override = QMM__CUDA_OVERRIDE_DEFAULT;
 
 static qmm_context *cuda_context(size_t workspace, void *stream)
 {
@@ -19,6 +23,7 @@ static qmm_context *cuda_context(size_t workspace, void *stream)
     o.cuda_stream = stream;
     qmm_context *c = NULL;
     CHECK_OK(qmm_context_create(&o, &c));
+    if (c) CHECK_OK(qmm__cuda_context_override(c, &plan_override));
     return c;
 }
 
@@ -381,9 +386,11 @@ static void test_dispatch_table(void)
  * quantization. */
 static void test_dispatch_huge(void)
 {
-    int dev = 0, sm = 0;
-    CHECK(cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess,
+    int dev = 0, sm = 0, major = 0;
+    CHECK(cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
+              cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess,
           "the SM count");
+    const qmm__cuda_tunables *t = qmm__cuda_tunables_for(major, 0);
     static const struct {
         qmm_format f;
         int wide; /* MXFP4 scale codes 100 and 140: no fp16 decode */
@@ -421,7 +428,7 @@ static void test_dispatch_huge(void)
             for (size_t r = 0; r < sizeof ms / sizeof ms[0]; r++) {
                 const size_t m = ms[r];
                 const qmm_dtype at = half ? QMM_DTYPE_FP16 : QMM_DTYPE_BF16;
-                const qmm_path want = m <= tier || (wg && m <= 2048 && qmm__cuda_fused_fills(cases[i].n, m, sm))
+                const qmm_path want = m <= tier || (wg && m <= 2048 && qmm__cuda_fused_fills(cases[i].n, m, sm, t))
                                           ? QMM_PATH_FUSED : QMM_PATH_MATERIALIZE;
                 qmm_path path;
                 CHECK_OK(qmm_matmul_plan(ctx, m, at, &w, &path));
@@ -498,8 +505,8 @@ static void test_batch_invariance(void)
         mm_check_batch_invariance(ctx, formats[f], 300, 3000, 9, 30, "fused 9 vs 30 (16- and 32-row tiles)");
         mm_check_batch_invariance(ctx, formats[f], 200, 2000, 40, 130, "fused 40 vs 130 (one and three 64-row tiles)");
         /* on sm_90a NVFP4 and MXFP4 run 64-row tiles of bf16 rows by wgmma (the WG variant) and 32-row
-         * tiles by mma.sync (PIPE), or by wgmma too where K has at most five splits or QMM_CUDA_WG=2
-         * (test_cuda_wg and the other WG tests: the WG variant's 32-row CTAs): the same bits (as
+         * tiles by mma.sync (PIPE), or by wgmma too where K has at most five splits or the override's wg = 2
+         * (`test_cuda variants`: the WG variant's 32-row CTAs): the same bits (as
          * "unaligned 12 vs 40" below checks against WHOLE) */
         mm_check_batch_invariance(ctx, formats[f], 300, 3000, 30, 40, "fused 30 vs 40 (32- and 64-row tiles)");
         /* and the WG variant's 64-row CTAs against its 128-row ones (two M tiles, one wgmma m64n128k16) */
@@ -608,7 +615,8 @@ static void test_graph_capture(void)
     graph_capture_case(0, 300, 2000, 200);
     graph_capture_case((size_t)3 << 20, 1000, 1100, 600);
     /* the fused path (M = 100; on sm_90a the WG variant, which launches its layout pass and its kernel,
-     * in clusters where the splits reduce in one: `test_cuda wg` runs this with one and two splits) */
+     * in clusters where the splits reduce in one: the variants wgcl1 and wgcl2 run this with one and two
+     * splits) */
     graph_capture_case(0, 300, 2000, 100);
 }
 
@@ -722,31 +730,10 @@ static double seconds_now(void)
         fflush(stdout);                                                         \
     } while (0)
 
-/* `test_cuda pairs` (ctest test_cuda_pairs, run with QMM_CUDA_PAIRS=1, test_cuda_tall, with
- * QMM_CUDA_TALL=2, and the WG variant's tests): the paths, long K and batch invariance again with the
- * fused path's pair mode forced onto every weight (off by default), tall pairs' coarse units onto every
- * M > 64, or a form of the WG variant. `test_cuda wg` (test_cuda_wgcl1 and _wgcl2, which force the
- * split of K with QMM_CUDA_SPLITS): the same with graph capture and without long K, whose error bound
- * holds for the default split only (one or two splits of K = 70001 put every kernel past it, those
- * without WG too: measured on an H200, relative errors up to 8.4e-5 against 1e-5, FP8 with fp16
- * activations included) */
-int main(int argc, char **argv)
+/* One suite on ctx (made with the current variant's override). */
+static void run_suite(const char *suite)
 {
-    const char *mode = argc > 1 ? argv[1] : "";
-    const int wg = strcmp(mode, "wg") == 0, full = !wg && strcmp(mode, "pairs") != 0;
-    const char *name = wg ? "test_cuda wg" : full ? "test_cuda" : "test_cuda pairs";
-    harness_begin(name);
-    if (qmm_backend_available(QMM_BACKEND_CUDA) != QMM_OK) {
-        printf("test_cuda: skipped: %s\n", qmm_last_error());
-        return 77;
-    }
-    qmm_context_options o;
-    qmm_context_options_init(&o);
-    o.backend = QMM_BACKEND_REFERENCE;
-    CHECK_OK(qmm_context_create(&o, &ref));
-    ctx = cuda_context(0, NULL);
-    if (!ref || !ctx) return harness_end(name);
-    printf("test_cuda: %s\n", qmm_context_describe(ctx));
+    const int wg = strcmp(suite, "wg") == 0, full = strcmp(suite, "full") == 0;
     TIMED(test_paths_and_shapes());
     if (full) TIMED(test_types_and_epilogues());
     TIMED(test_exact_epilogue());
@@ -764,7 +751,76 @@ int main(int argc, char **argv)
         TIMED(test_second_device());
         TIMED(test_bad_inputs());
     }
-    qmm_context_destroy(ctx);
+}
+
+/* Pair mode's small run for compute-sanitizer (scripts/gpu_check.sh): the fused path on a short and a
+ * very long K at 12, 16 and 40 rows, FP8 and NVFP4. */
+static void test_pairs_small(void)
+{
+    static const size_t nk[2][2] = {{300, 1000}, {16, 60000}}, ms[3] = {12, 16, 40};
+    static const qmm_format fs[2] = {QMM_FORMAT_FP8_TENSOR, QMM_FORMAT_NVFP4};
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_FUSED));
+    for (int s = 0; s < 2; s++)
+        for (int f = 0; f < 2; f++)
+            for (int i = 0; i < 3; i++) {
+                mm_case c = {fs[f], ms[i], nk[s][0], nk[s][1], QMM_DTYPE_BF16, QMM_DTYPE_BF16, 0, QMM_ACT_NONE, 0, 0};
+                mm_check(ctx, ref, &c, "pair mode, small");
+            }
+    CHECK_OK(qmm_context_set_path(ctx, QMM_PATH_AUTO));
+}
+
+/* Usage: test_cuda                  every test under the plan's rules (ctest test_cuda)
+ *        test_cuda variants [NAME]  each variant of `variants` in turn, or only NAME (test_cuda_variants)
+ *        test_cuda pairs-small      pair mode's small run (for compute-sanitizer) */
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    const int var = strcmp(mode, "variants") == 0, small = strcmp(mode, "pairs-small") == 0;
+    const char *only = var && argc > 2 ? argv[2] : NULL;
+    const char *name = var ? "test_cuda variants" : small ? "test_cuda pairs-small" : "test_cuda";
+    harness_begin(name);
+    if (!var && !small && mode[0]) {
+        fprintf(stderr, "test_cuda: unknown mode '%s' (variants [NAME], pairs-small)\n", mode);
+        return 2;
+    }
+    if (qmm_backend_available(QMM_BACKEND_CUDA) != QMM_OK) {
+        printf("test_cuda: skipped: %s\n", qmm_last_error());
+        return 77;
+    }
+    qmm_context_options o;
+    qmm_context_options_init(&o);
+    o.backend = QMM_BACKEND_REFERENCE;
+    CHECK_OK(qmm_context_create(&o, &ref));
+    if (!ref) return harness_end(name);
+    if (!var) {
+        if (small) CHECK(qmm__cuda_override_parse("pairs=1", &plan_override), "the pair mode override");
+        ctx = cuda_context(0, NULL);
+        if (!ctx) return harness_end(name);
+        printf("test_cuda: %s\n", qmm_context_describe(ctx));
+        if (small) test_pairs_small();
+        else run_suite("full");
+        qmm_context_destroy(ctx);
+    }
+    int ran = 0;
+    for (size_t i = 0; var && i < sizeof variants / sizeof variants[0]; i++) {
+        if (only && strcmp(only, variants[i].name) != 0) continue;
+        const qmm__cuda_override rules = QMM__CUDA_OVERRIDE_DEFAULT;
+        plan_override = rules;
+        CHECK(qmm__cuda_override_parse(variants[i].override, &plan_override), "variant %s: override '%s'", variants[i].name,
+              variants[i].override);
+        ctx = cuda_context(0, NULL);
+        if (!ctx) break;
+        printf("test_cuda: variant %s (%s): %s\n", variants[i].name, variants[i].override, variants[i].what);
+        fflush(stdout);
+        const long failed = harness_failures;
+        const double t0 = seconds_now();
+        run_suite(variants[i].suite);
+        printf("test_cuda: variant %s: %s in %.1f s\n", variants[i].name, harness_failures == failed ? "passed" : "FAILED",
+               seconds_now() - t0);
+        qmm_context_destroy(ctx);
+        ran++;
+    }
+    CHECK(!var || ran > 0, "no variant named '%s'", only ? only : "");
     qmm_context_destroy(ref);
     return harness_end(name);
 }

@@ -1,14 +1,93 @@
-/* The CUDA backend's split of K (src/cuda/kernels_mma_split.cuh, and wg_choose in kernels_mma_launch.cuh),
- * checked on the host through tests/cuda_split_host.cu: on random shapes, SM counts and workspaces, the GEMV's and the fused path's
- * splits leave no unit empty and the fused split fits one wave; tall pairs' units of summation (the fine
- * splits) are the same for every M and tile height, decided by the shape and the workspace alone, so the
- * fused path stays batch invariant; coarse units only where the kernels can form the pair (tiles of 32
- * or 64 rows, several M tiles). Then the decisions measured fastest on an H200 (132 SMs) for the five
- * default shapes, and the WG variant's plans there. Needs no GPU: no kernel runs. */
-#include "../src/cuda/cuda_internal.h"
+/* The CUDA backend's split of K (src/cuda/plan_split.c) and the WG kernel's plans (plan_wg.c), checked on
+ * the host: on random shapes, SM counts and workspaces, the GEMV's and the fused path's splits leave no
+ * unit empty and the fused split fits one wave; tall pairs' units of summation (the fine splits) are the
+ * same for every M and tile height, decided by the shape and the workspace alone, so the fused path stays
+ * batch invariant; coarse units only where the kernels can form the pair (tiles of 32 or 64 rows, several
+ * M tiles). Then the decisions measured fastest on an H200 (132 SMs) for the five default shapes, and the
+ * WG kernel's plans there. Needs no GPU: the plan is host code. */
+#include "../src/cuda/plan.h"
 #include "../src/cuda/decode.h"
-#include "cuda_split_host.h"
 #include "harness.h"
+
+static const qmm__cuda_tunables *tunables(void) { return qmm__cuda_tunables_for(9, 0); }
+
+/* The plan's rules under the names this test's checks use: weight tiles per step of the kernels for
+ * encoding enc (FP8's tiles are half as wide), the GEMV's split and its three-CTA WHOLE's (by the
+ * encoding's start cost), the fused split, one split past four M tiles. */
+static int qmm_test_tiles_per_step(int enc) { return qmm__kenc_tiles_per_step(enc); }
+static int cta_tiles(int enc) { return enc == QMM__ENC_FP8 ? tunables()->fp8_cta_tiles : tunables()->e2m1_cta_tiles; }
+static int qmm_test_split_for(int strips, int chunks, int tiles_per_step, int sm_count, int enc)
+{
+    return qmm__cuda_split_gemv(strips, chunks, tiles_per_step, sm_count, cta_tiles(enc), qmm__cuda_whole_min_ctas(1), tunables());
+}
+static int qmm_test_gemv_early_split(int strips, int chunks, int tiles_per_step, int sm_count, int enc)
+{
+    return qmm__cuda_gemv_early_split(strips, chunks, tiles_per_step, sm_count, cta_tiles(enc), false, tunables());
+}
+static int qmm_test_split_for_fused(int strips, int chunks, int tiles_per_step, int sm_count)
+{
+    return qmm__cuda_split_fused(strips, chunks, tiles_per_step, sm_count, tunables());
+}
+static int qmm_test_one_split_fits(int strips, int mtiles, int sm_count)
+{
+    return qmm__cuda_one_split_fits(strips, mtiles, sm_count, tunables());
+}
+
+/* What tall pairs decided: taken, and the division of K where they apply (chunks per unit, units, pairs
+ * summed two by two, the fine unit inside a coarse one or 0). */
+typedef struct qmm_test_division {
+    int taken, cps, splits, pairs, half;
+} qmm_test_division;
+static qmm_test_division qmm_test_tall_split(int nb, int m, int strips, int chunks, int tiles_per_step, int sm_count,
+                                             size_t partial_floats, size_t counter_count, int force)
+{
+    const qmm__cuda_shape s = {m, strips, chunks, (m + 8 * nb - 1) / (8 * nb)};
+    qmm__cuda_division d = {-1, -1, -1, -1, 0};
+    qmm_test_division t;
+    t.taken = qmm__cuda_tall_split(&s, nb, tiles_per_step, sm_count, partial_floats, counter_count, force != 0, tunables(), &d);
+    t.cps = d.cps, t.splits = d.splits, t.pairs = d.pairs, t.half = d.half;
+    return t;
+}
+
+/* What the WG kernel's choice decided for the division the plan makes at 64-row tiles (32-row ones to
+ * M = 32; NVFP4, or FP8 where fp8, whose chunks are 32 columns; bf16 A, the rules, a workspace large
+ * enough) on a device that holds slots[r] CTAs of the WG kernel of 64 (r = 0; the 32-row kernel too),
+ * 128, 192 and 256 rows, and clusters[r][c] clusters of c CTAs (c = 1..8): taken, the rows of its CTAs,
+ * the cluster (0: none) and the division (units, half or 0). */
+typedef struct qmm_test_wg {
+    int taken, rows, cluster, splits, half;
+} qmm_test_wg;
+static qmm_test_wg qmm_test_wg_choose(int fp8, int m, int strips, int chunks, int sm_count, const long long slots[4],
+                                      const int clusters[4][9])
+{
+    const int enc = fp8 ? QMM__ENC_FP8 : QMM__ENC_NVFP4, rows = m <= 32 ? 32 : QMM__CUDA_WG_ROWS;
+    const qmm__cuda_shape s = {m, strips, chunks, (m + rows - 1) / rows};
+    const int tps = qmm__kenc_tiles_per_step(enc);
+    /* the plan's division: one split past four 64-row M tiles where one_split_fits, else tall pairs
+     * where they are taken, else the usual split */
+    const bool one = rows == QMM__CUDA_WG_ROWS && qmm__cuda_one_split_fits(strips, s.mtiles, sm_count, tunables());
+    qmm__cuda_division d = {chunks, 1, 0, 0, 0};
+    if (rows == 32 || one || !qmm__cuda_tall_split(&s, 8, tps, sm_count, (size_t)1 << 40, (size_t)1 << 30, false, tunables(), &d)) {
+        const int sp = one ? 1 : qmm__cuda_split_fused(strips, chunks, tps, sm_count, tunables());
+        d.cps = (chunks + sp - 1) / sp;
+        d.splits = (chunks + d.cps - 1) / d.cps;
+        d.pairs = 0, d.half = 0;
+    }
+    qmm__cuda_wg_room wg[QMM__CUDA_WG_HEIGHTS];
+    memset(wg, 0, sizeof wg);
+    for (int h = 0; h < QMM__CUDA_WG_HEIGHTS; h++) {
+        const int r = h == 0 ? 0 : h - 1;
+        wg[h].slots = slots[r];
+        for (int c = 1; c <= QMM__CUDA_WG_CLUSTER_MAX; c++) wg[h].clusters[c] = clusters[r][c];
+    }
+    const qmm__cuda_override rules = QMM__CUDA_OVERRIDE_DEFAULT;
+    qmm__cuda_wg_choice w;
+    memset(&w, 0, sizeof w);
+    qmm_test_wg t;
+    t.taken = qmm__cuda_wg_choose(&s, &d, wg, qmm__cuda_wg_stage_chunks(enc), rows, &rules, tunables(), &w);
+    t.rows = w.rows, t.cluster = w.cluster, t.splits = w.div.splits, t.half = w.div.half;
+    return t;
+}
 
 static int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -259,9 +338,9 @@ int main(void)
                 {14336, 257, false},  {4096, 769, false},   {4096, 1793, true},  {4096, 1600, false}, {6144, 1100, false},
                 {8192, 1200, false},  {8192, 1400, true}};
     for (size_t i = 0; i < sizeof fill / sizeof fill[0]; i++)
-        CHECK(qmm__cuda_fused_fills(fill[i].n, fill[i].m, 132) == fill[i].want, "N = %zu M = %zu: fills %d, want %d",
-              fill[i].n, fill[i].m, (int)qmm__cuda_fused_fills(fill[i].n, fill[i].m, 132), (int)fill[i].want);
-    CHECK(!qmm__cuda_fused_fills(4096, 2048, 0), "no SM count, no fill");
+        CHECK(qmm__cuda_fused_fills(fill[i].n, fill[i].m, 132, tunables()) == fill[i].want, "N = %zu M = %zu: fills %d, want %d",
+              fill[i].n, fill[i].m, (int)qmm__cuda_fused_fills(fill[i].n, fill[i].m, 132, tunables()), (int)fill[i].want);
+    CHECK(!qmm__cuda_fused_fills(4096, 2048, 0, tunables()), "no SM count, no fill");
     /* (N, K), GEMV split, fused split, coarse at M = 128, coarse at M = 256 */
     check_default(4096, 14336, 16, 8, 1, 1);
     check_default(14336, 4096, 0, 2, 1, 1);

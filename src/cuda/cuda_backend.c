@@ -1,19 +1,21 @@
-/* The CUDA backend: context state (device, stream, cuBLASLt, workspace), weight preparation (upload of
- * the tile layout of docs/cuda.md), the dispatcher and the paths: GEMV and fused (the tensor-core kernels
- * of kernels_mma.cuh) and materialize (dequantize into the workspace, then cuBLASLt with its fused
- * epilogue). Nothing in
+/* The CUDA backend: context state (device, stream, cuBLASLt, workspace, what the plan reads of the
+ * device), weight preparation (upload of the tile layout of docs/cuda.md), and the paths a plan (plan.h)
+ * chooses: GEMV and fused (the tensor-core kernels of kernels_mma.cuh, launched as the plan says) and
+ * materialize (dequantize into the workspace, then cuBLASLt with its fused epilogue). Nothing in
  * qmm_matmul allocates, synchronizes or copies between host and device, so calls can be captured in a
- * CUDA graph. */
+ * CUDA graph (a form's setup, once per device, runs at its first call). */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/context.h"
 #include "../core/backend.h"
 #include "../core/error.h"
 #include "../core/format.h"
 #include "cuda_internal.h"
 #include "dense.h"
+#include "plan.h"
 
 #define QMM__CUDA_DEFAULT_WORKSPACE ((size_t)256 << 20)
 #define QMM__CUDA_LT_WORKSPACE ((size_t)32 << 20) /* cuBLAS's recommendation for Hopper */
@@ -22,6 +24,8 @@
 typedef struct qmm__cuda_state {
     int device;
     int sm_count;
+    qmm__cuda_device dev;        /* what the plan reads of the device; its kernel forms set up at their first call */
+    qmm__cuda_override override; /* the plan's override (qmm__cuda_context_override): the rules by default */
     cudaStream_t stream;
     int own_stream;
     qmm__lt lt;
@@ -47,82 +51,61 @@ static qmm_status qmm__cuda_use_device(const qmm__cuda_state *st)
     return QMM_OK;
 }
 
-/* ---- the dispatcher's table ----
- * Per encoding, the largest M of each path: the GEMV (the tensor-core kernel with one 8-row group of A),
- * then the fused path's tiers by the weight's size (N x K elements) and whether the fused path can run
- * the WG variant (wg: bf16 activations, or fp16 ones against an fp16 decode), then materialize. The
- * three rows are equal but for FP8's channel tier; each encoding was measured on its own. Each value is
- * the crossover `qmm bench --path gemv|fused|materialize` measured on an H200 (132 SMs, the five default
- * shapes unless named; docs/cuda.md, "The plan"):
- * - gemv_max_m 8: the GEMV is faster than the fused path at M = 8 on 8 of the 10 shape-format pairs
- *   (NVFP4 4096 x 14336: 19.6 against 23.9 us) and slower at M = 12 on all 10 (6144 x 18432 NVFP4: 49.0
- *   against 35.4).
- * - fused_wg_max_m 256 (wg): fused beats materialize at M = 256 on the three smaller shapes (NVFP4
- *   14336 x 4096 63.4 against 91.1 us, 4096 x 14336 77.4 against 94.3); at 384-512 the two are mixed.
- * - fused_max_m 192 and, from fused_large_elems (100 Mi elements), fused_large_max_m 256: the fused path
- *   without the WG variant (fp16 activations split into bf16 hi + lo: MXFP4 of a wide scale range). The
- *   values were measured with the WG variant (its 192-row CTAs beat materialize at M = 160..192 on the
- *   58.7 M-element shapes, NVFP4 14336 x 4096 76.2 against 84.1 us at 192; on 6144 x 18432, 113 M
- *   elements, fused beats it at M = 160..256 in all three encodings, NVFP4 166.1 against 174.6 at 256)
- *   and are not measured again without it.
- * - fused_huge_max_m 1024 from fused_huge_elems (200 Mi elements; wg): on the two 235 M-element shapes
- *   fused beats materialize at M = 1024 (NVFP4 28672 x 8192 616.5 against 765.0 us, 8192 x 28672 659.7
- *   against 741.4); at 2048 the two are mixed.
- * - fused_huge_channel_max_m 2048 (FP8 per channel, the same weights): materialize pays an fp32 round
- *   trip for the channel scales (cuBLASLt writes fp32, qmm's epilogue kernel scales the columns), which
- *   the fused path does not: at M = 2048 fused 1336.8 against 1652.2 us on 28672 x 8192, 1420.9 against
- *   1582.7 on 8192 x 28672; at 4096 and 8192 the two are level, and on the smaller shapes materialize
- *   stays faster at 2048 (14336 x 4096 405.1 against 433.0).
- * - fused_giant_max_m 2048 from fused_giant_elems (400 Mi elements; wg): on language-model heads of 525 M
- *   to 1.05 G elements NVFP4 fused takes 2978.8, 3391.2 and 5987.4 us at M = 2048 against materialize's
- *   3346.1, 3539.8 and 6640.2 (128256 x 4096, 152064 x 3584, 128256 x 8192), FP8 per channel 0.90x and
- *   0.98x of cuBLAS bf16 against 0.72x and 0.77x; the 235 M-element shapes are level there, hence the
- *   edge between them. The tier is fitted to the default 256 MiB workspace (a 2 GiB one helps
- *   materialize on some heads). Not measured: fp16 activations on these weights, and weights between
- *   235 M and 400 Mi elements.
- * - fused_fill_max_m 2048 (wg): past the tiers the fused path runs one split of K (one_split_fits,
- *   kernels_mma_split.cuh), whose time goes by the waves of its grid; where the grid's rows of A fill
- *   its waves to 80% or more (qmm__cuda_fused_fills, cuda_internal.h) it beats materialize or is level
- *   (at M = 2048 on all five shapes: NVFP4 0.85x-1.03x of cuBLAS bf16, FP8 per tensor 0.84x-1.04x, per
- *   channel 0.84x-1.00x through the dispatcher). At M = 4096 materialize is level or faster on three of
- *   the shapes (14336 x 4096 NVFP4 690.6 against 738.4 us). Not measured: fp16 activations under the
- *   rule, and M between multiples of 256 (the rule's reading). */
-typedef struct qmm__cuda_threshold {
-    qmm__cuda_encoding enc;
-    size_t gemv_max_m, fused_max_m, fused_large_elems, fused_large_max_m, fused_wg_max_m, fused_huge_elems, fused_huge_max_m;
-    size_t fused_huge_channel_max_m; /* fused_huge_max_m for weights with channel scales (FP8 per channel); 0: the same */
-    size_t fused_giant_elems, fused_giant_max_m; /* past the huge tier: weights of this many elements or more */
-    size_t fused_fill_max_m; /* past the tiers, fused up to this M where its one-split grid's rows fill its waves */
-} qmm__cuda_threshold;
-static const qmm__cuda_threshold qmm__cuda_thresholds[] = {
-    {QMM__ENC_NVFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 0, (size_t)400 << 20, 2048, 2048},
-    {QMM__ENC_MXFP4, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 0, (size_t)400 << 20, 2048, 2048},
-    {QMM__ENC_FP8, 8, 192, (size_t)100 << 20, 256, 256, (size_t)200 << 20, 1024, 2048, (size_t)400 << 20, 2048, 2048},
-};
+/* ---- the plan ---- */
 
-static qmm_path qmm__cuda_plan(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w)
+extern const qmm__backend_ops qmm__cuda_backend;
+
+/* The call of m rows of A (a, lda: NULL, 0 where not known: taken as aligned) of a_type against w. */
+static qmm__cuda_call qmm__cuda_call_of(const qmm__cuda_state *st, size_t m, qmm_dtype a_type, const void *a, size_t lda,
+                                        const qmm_weight *w)
+{
+    const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)w->prepared;
+    qmm__cuda_call c;
+    memset(&c, 0, sizeof c);
+    c.m = m, c.n = w->n, c.k = w->k, c.enc = p->enc, c.mx_half = p->mx_half, c.channel_scales = p->channel_scales != NULL;
+    c.strips = p->strips, c.chunks = p->chunks, c.a_type = a_type, c.c_type = QMM_DTYPE_BF16;
+    c.a_aligned = a ? qmm__cuda_a_aligned(a, lda) : true;
+    c.workspace = st->workspace_bytes, c.counters = QMM__CUDA_COUNTERS;
+    return c;
+}
+
+/* The dispatcher (qmm__cuda_plan_path): the path only, which needs no kernel set up. */
+static qmm_path qmm__cuda_dispatch(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w)
 {
     const qmm__cuda_state *st = state;
-    const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)w->prepared;
-    /* the fused path by wgmma (the WG variant): bf16 activations, and fp16 against an fp16 decode */
-    const bool wg = a_type == QMM_DTYPE_BF16 || qmm__cuda_half_decode(p->enc, p->mx_half);
-    for (size_t i = 0; i < sizeof qmm__cuda_thresholds / sizeof qmm__cuda_thresholds[0]; i++)
-        if (qmm__cuda_thresholds[i].enc == p->enc) {
-            const qmm__cuda_threshold *t = &qmm__cuda_thresholds[i];
-            if (m <= t->gemv_max_m) return QMM_PATH_GEMV;
-            const size_t elems = w->n * w->k;
-            size_t fused_max = t->fused_large_elems && elems >= t->fused_large_elems ? t->fused_large_max_m : t->fused_max_m;
-            if (wg && t->fused_wg_max_m > fused_max) fused_max = t->fused_wg_max_m;
-            if (wg && t->fused_huge_elems && elems >= t->fused_huge_elems)
-                fused_max = p->channel_scales && t->fused_huge_channel_max_m ? t->fused_huge_channel_max_m : t->fused_huge_max_m;
-            if (wg && t->fused_giant_elems && elems >= t->fused_giant_elems && t->fused_giant_max_m > fused_max)
-                fused_max = t->fused_giant_max_m;
-            if (m <= fused_max) return QMM_PATH_FUSED;
-            /* the fill rule: where the rows of the fused path's one-split grid fill its waves (qmm__cuda_fused_fills) */
-            if (wg && m <= t->fused_fill_max_m && st && qmm__cuda_fused_fills(w->n, m, st->sm_count)) return QMM_PATH_FUSED;
-            return QMM_PATH_MATERIALIZE;
-        }
-    return QMM_PATH_MATERIALIZE; /* bf16 weights (cuBLASLt), and the RAW encodings */
+    const qmm__cuda_call c = qmm__cuda_call_of(st, m, a_type, NULL, 0, w);
+    const char *why;
+    return qmm__cuda_plan_path(&c, st->sm_count, qmm__cuda_tunables_for(st->dev.major, 0), &why);
+}
+
+/* The form's setup on this context's device, at its first call (qmm__cuda_mma_setup, once per device). */
+static qmm_status qmm__cuda_form_ready(qmm__cuda_state *st, qmm__cuda_form form)
+{
+    if (st->dev.kernels[form].ready) return QMM_OK;
+    const int err = qmm__cuda_mma_setup((int)form, st->sm_count, &st->dev.kernels[form]);
+    if (err != 0) return qmm__fail(QMM_ERR_CUDA, "the tensor-core kernels' setup: %s", cudaGetErrorString((cudaError_t)err));
+    return QMM_OK;
+}
+
+/* The full plan of a call on `path` (QMM_PATH_AUTO: the dispatcher's), its kernels set up. */
+static qmm_status qmm__cuda_plan_call(qmm__cuda_state *st, const qmm__cuda_call *c, qmm_path path, qmm__cuda_plan *plan)
+{
+    const qmm__cuda_form form = qmm__cuda_form_of(c->enc, c->mx_half, c->a_type);
+    if (form != QMM__FORM_COUNT) QMM__TRY(qmm__cuda_form_ready(st, form));
+    if (!qmm__cuda_plan_make(c, path, &st->dev, &st->override, plan))
+        return qmm__fail(QMM_ERR_UNSUPPORTED, "qmm_matmul: the %s path takes NVFP4, MXFP4 and FP8 weights whose scales and "
+                         "codes are finite (and an MXFP4 exponent range of at most 126); this weight runs on materialize",
+                         path == QMM_PATH_FUSED ? "fused" : "GEMV");
+    return QMM_OK;
+}
+
+qmm_status qmm__cuda_context_override(qmm_context *ctx, const qmm__cuda_override *o)
+{
+    if (!ctx || ctx->ops != &qmm__cuda_backend)
+        return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "qmm__cuda_context_override: not a CUDA context");
+    static const qmm__cuda_override rules = QMM__CUDA_OVERRIDE_DEFAULT;
+    ((qmm__cuda_state *)ctx->state)->override = o ? *o : rules;
+    return QMM_OK;
 }
 
 static bool qmm__cuda_has_path(qmm_path p) { return p == QMM_PATH_GEMV || p == QMM_PATH_FUSED || p == QMM_PATH_MATERIALIZE; }
@@ -162,12 +145,17 @@ static qmm_status qmm__cuda_create(const qmm_context_options *o, void **out)
     qmm__cuda_state *st = calloc(1, sizeof *st);
     if (!st) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "qmm_context_create: cuda state");
     st->device = o->cuda_device;
+    static const qmm__cuda_override rules = QMM__CUDA_OVERRIDE_DEFAULT;
+    st->override = rules;
     qmm_status s = QMM_OK;
     cudaError_t e = cudaSetDevice(st->device);
     struct cudaDeviceProp prop;
     if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, st->device);
     if (e == cudaSuccess) {
         st->sm_count = prop.multiProcessorCount;
+        st->dev.sm_count = prop.multiProcessorCount, st->dev.major = prop.major;
+        st->dev.optin = prop.sharedMemPerBlockOptin, st->dev.smem_sm = prop.sharedMemPerMultiprocessor;
+        st->dev.reserved = prop.reservedSharedMemPerBlock;
         if (o->cuda_stream) st->stream = (cudaStream_t)o->cuda_stream;
         else if ((e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking)) == cudaSuccess) st->own_stream = 1;
     }
@@ -266,18 +254,17 @@ static qmm_status qmm__cuda_status(int err, const char *what)
     return qmm__fail(QMM_ERR_CUDA, "%s: %s", what, cudaGetErrorString((cudaError_t)err));
 }
 
-/* The GEMV (nb = 1) and fused (nb = 2, 4 or 8 by M) paths: the tensor-core kernels of kernels_mma.cuh. */
-static qmm_status qmm__cuda_run_mma(qmm__cuda_state *st, const qmm__matmul_args *x, const qmm__cuda_prepared *p, bool fused)
+/* The GEMV (nb = 1) and fused (nb = 2, 4 or 8 by M) paths: the tensor-core kernels as the plan says. */
+static qmm_status qmm__cuda_run_mma(qmm__cuda_state *st, const qmm__matmul_args *x, const qmm__cuda_prepared *p)
 {
-    if (p->enc != QMM__ENC_NVFP4 && p->enc != QMM__ENC_MXFP4 && p->enc != QMM__ENC_FP8)
-        return qmm__fail(QMM_ERR_UNSUPPORTED, "qmm_matmul: the %s path takes NVFP4, MXFP4 and FP8 weights whose scales and "
-                         "codes are finite (and an MXFP4 exponent range of at most 126); this weight runs on materialize",
-                         fused ? "fused" : "GEMV");
-    const int nb = fused ? qmm__cuda_fused_nb(x->m) : 1;
+    qmm__cuda_call c = qmm__cuda_call_of(st, x->m, x->a_type, x->a, x->lda, x->w);
+    c.c_type = x->c_type;
+    qmm__cuda_plan plan;
+    QMM__TRY(qmm__cuda_plan_call(st, &c, x->path, &plan));
     qmm__cuda_epilogue e = qmm__cuda_make_epilogue(x, p, true);
-    int err = qmm__cuda_mma(p, nb, x->m, (int)x->a_type, x->a, x->lda, &e, (float *)(void *)st->workspace,
-                            st->workspace_bytes / sizeof(float), st->counters, QMM__CUDA_COUNTERS, st->sm_count, st->stream);
-    return qmm__cuda_status(err, fused ? "fused kernel launch" : "GEMV kernel launch");
+    int err = qmm__cuda_mma_run(&plan, p, x->m, x->a, x->lda, &e, (float *)(void *)st->workspace, st->workspace_bytes / sizeof(float),
+                                st->counters, st->stream);
+    return qmm__cuda_status(err, x->path == QMM_PATH_FUSED ? "fused kernel launch" : "GEMV kernel launch");
 }
 
 /* Takes `bytes` (256-byte aligned) from the front of the remaining workspace. */
@@ -407,7 +394,7 @@ static qmm_status qmm__cuda_matmul(void *state, const qmm__matmul_args *x)
     qmm__cuda_state *st = state;
     QMM__TRY(qmm__cuda_use_device(st));
     const qmm__cuda_prepared *p = (const qmm__cuda_prepared *)x->w->prepared;
-    if (x->path == QMM_PATH_GEMV || x->path == QMM_PATH_FUSED) return qmm__cuda_run_mma(st, x, p, x->path == QMM_PATH_FUSED);
+    if (x->path == QMM_PATH_GEMV || x->path == QMM_PATH_FUSED) return qmm__cuda_run_mma(st, x, p);
     return qmm__cuda_run_materialize(st, x, p);
 }
 
@@ -501,7 +488,7 @@ const qmm__backend_ops qmm__cuda_backend = {
     .destroy = qmm__cuda_destroy,
     .describe = qmm__cuda_describe,
     .has_path = qmm__cuda_has_path,
-    .plan = qmm__cuda_plan,
+    .plan = qmm__cuda_dispatch,
     .matmul = qmm__cuda_matmul,
     .prepare = qmm__cuda_prepare,
     .buffer_alloc = qmm__cuda_buffer_alloc,

@@ -61,34 +61,6 @@ static inline bool qmm__cuda_half_decode(qmm__cuda_encoding enc, int mx_half)
     return enc == QMM__ENC_FP8 || enc == QMM__ENC_NVFP4 || (enc == QMM__ENC_MXFP4 && mx_half);
 }
 
-/* The dispatcher's fill rule (qmm__cuda_plan, past its tiers up to fused_fill_max_m rows): whether the
- * fused path's grid at one split of K, counted in CTAs of 256 rows over 128 weight rows, does 80% or more
- * of the work its waves of sm_count CTAs could: the rows of A over 256 per CTA, times the CTAs, over the
- * waves' slots. Past four 64-row M tiles the fused path runs one split wherever the M tiles alone give
- * two waves of 64-row tiles (one_split_fits, kernels_mma_split.cuh), which every grid this rule passes
- * does. Fitted on an H200 (132 SMs; NVFP4 and FP8 per tensor at M = 512..2048 on the five default shapes,
- * all multiples of 256 rows): one split against materialize is faster or level at every measured fill of
- * 0.85 and more (0.85: 14336 x 4096 at M = 512, 1024, 1536; 0.97 at M = 2048 on all five shapes) and
- * slower at 0.48 and 0.73 (4096 x 14336 at M = 512 and 1536, 6144 x 18432 at 1024 and 1536), except
- * 6144 x 18432 at M = 512 (0.73, faster; left out). The rows at 0.73 run 64-row CTAs, wg_cost's choice at
- * one split there (kernels_mma_launch.cuh): 334.7 us on 4096 x 14336 at M = 1536 against 329.2 for 2048
- * rows in 256-row CTAs; by the waves of 256-row CTAs they would take about the next full grid's time,
- * still more than materialize's. The grid's time goes by its waves, whatever rows its last CTAs hold:
- * 4096 x 14336 at one split takes 158.1 us at M = 1024 (128 CTAs, one wave), 140.1 at 512 and 139.4 at
- * 256 (64 and 32 CTAs, one wave). Hence the rows, not the CTAs: at M = 257 a grid of two 256-row CTAs per
- * strip group takes what M = 512 takes, while materialize takes about half (not measured between
- * multiples of 256). */
-static inline bool qmm__cuda_fused_fills(size_t n, size_t m, int sm_count)
-{
-    /* a strip group (QMM__STRIP weight rows per warp, eight warps: strip_groups) and the WG variant's
-     * tallest CTA (four 64-row M tiles) */
-    const size_t group_rows = 128, cta_rows = 256;
-    if (sm_count <= 0 || n == 0 || m == 0) return false;
-    const size_t groups = (n + group_rows - 1) / group_rows, ctas = groups * ((m + cta_rows - 1) / cta_rows);
-    const size_t slots = (ctas + (size_t)sm_count - 1) / (size_t)sm_count * (size_t)sm_count;
-    return 5 * groups * m >= 4 * cta_rows * slots; /* groups x m / cta_rows >= 0.8 x slots */
-}
-
 /* What the epilogue's factor (alpha_fix, which holds the weight's 2^fix) is further multiplied by where an
  * fp16 decode runs: the power of two by which its products differ from the bf16 decode's. FP8: 2^8 (the
  * bf16 decode is exact, the fp16 one the value times 2^-QMM__FP8_HALF_FIX); NVFP4: 2^-1 (2^-7 against
@@ -123,10 +95,6 @@ typedef struct qmm__cuda_epilogue {
     size_t ldc;
 } qmm__cuda_epilogue;
 
-/* The fused path's tile height for m rows of A, in 8-row groups (nb): 16, 32 or 64 rows. The split of K
- * does not depend on it (batch invariance; tests/test_cuda_split.c checks the split at each height). */
-static inline int qmm__cuda_fused_nb(size_t m) { return m <= 16 ? 2 : m <= 32 ? 4 : 8; }
-
 /* bytes rounded up to the 256-byte alignment of the workspace's carves (cuda_backend.c) */
 static inline size_t qmm__cuda_round256(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
@@ -151,11 +119,8 @@ static inline size_t qmm__cuda_chunk_rows(size_t left, size_t w_row, size_t f_ro
     return (even + 15) / 16 * 16; /* at most rows: rows is a multiple of 16 and even <= rows */
 }
 
-/* Launchers (kernels_*.cu). Each returns a cudaError_t value (0 = success) after checking the launch. */
-/* The tensor-core kernels: M tiles of 8 * nb rows of A (nb = 1: the GEMV path; 2, 4, 8: the fused path). */
-int qmm__cuda_mma(const qmm__cuda_prepared *w, int nb, size_t m, int a_type, const void *a, size_t lda,
-                  const qmm__cuda_epilogue *e, float *partials, size_t partial_floats, unsigned *counters,
-                  size_t counter_count, int sm_count, void *stream);
+/* Launchers (kernels_*.cu; the tensor-core kernels' are in plan.h). Each returns a cudaError_t value (0 =
+ * success) after checking the launch. */
 /* Writes the unscaled weight rows [r0, r0 + rows) as row-major bf16 (dst_half = 0) or fp16 (1), k columns:
  * element * block scale, or with unfixed = 1 (NVFP4, MXFP4 and FP8 only) that times 2^-fix, the tensor-core
  * decode's own value, which the caller's alpha then multiplies by w->fix. */

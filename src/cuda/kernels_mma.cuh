@@ -39,8 +39,8 @@
  * whole_stride, compute_tile); the end of a unit (partial_slot, pair mode's
  * pair_stash / pair_join, finish_unit with the split-K reduction); unit_of and ring_start; the kernels
  * STEP (mma_kernel), WHOLE (mma_kernel_whole, with pdl_overlap) and PIPE (mma_kernel_pipe, with its
- * cp.async helpers); the entry points' declarations. The host side: the split rules in
- * kernels_mma_split.cuh, the setup and launch of a variant in kernels_mma_launch.cuh. */
+ * cp.async helpers). The host side: the plan (which variant, which division of K) in plan.h, the setup
+ * and the launches in kernels_mma_launch.cuh. */
 #ifndef QMM_CUDA_KERNELS_MMA_CUH
 #define QMM_CUDA_KERNELS_MMA_CUH
 
@@ -437,8 +437,8 @@ __global__ void __launch_bounds__(kThreads, NB <= 2 ? 3 : 2) mma_kernel(mma_para
  * missing rows read. */
 __host__ __device__ __forceinline__ int whole_rows(int rows, int valid) { return valid < rows ? valid + 1 : rows; }
 
-/* Programmatic dependent launch (sm_90 and later; the launcher's default there, QMM_CUDA_PDL=0 turns it
- * off), called once a CTA's first weight loads are issued: the next kernel on the stream may launch once
+/* Programmatic dependent launch (sm_90 and later; the plan's default there, its override's pdl = 0 turns
+ * it off), called once a CTA's first weight loads are issued: the next kernel on the stream may launch once
  * every CTA got here, and this one waits for the kernel before it to finish only now, so its weights,
  * which no kernel before it writes, are already on their way; A, the partials, the counters and C are
  * touched only after. Without the launch attribute both instructions return at once. Its two halves
@@ -465,7 +465,7 @@ __device__ __forceinline__ void pdl_overlap()
 /* mma_kernel_whole's CTAs per SM by its launch bounds (its registers) for NB 8-row groups: the launch
  * layer's slot arithmetic (whole_part, whole_spread) reads the same number */
 __host__ __device__ constexpr int whole_min_ctas(int nb) { return nb == 1 ? 4 : 3; }
-/* The GEMV's other WHOLE (QMM_CUDA_GEMV3, gemv_early_split in kernels_mma_launch.cuh): three CTAs per SM, 80
+/* The GEMV's other WHOLE (the plan's three-CTA GEMV, qmm__cuda_gemv_early_split): three CTAs per SM, 80
  * registers, each ring slot reloaded before its tile is decoded. At 64 registers ptxas issues the four
  * loads of a turn after its last tile's decode (Nsight Compute's source page); at 80, loading first puts
  * them near the turn's start (SASS: instructions 59-75 of 357, no spills). */
@@ -615,7 +615,7 @@ constexpr int kPipeStages = 3;
  *   registers there, not profiled as the cause;
  * - 4 for the other tiles, and for 16-row tiles at four CTAs per SM (pair mode, launched with TILES = 4). */
 __host__ __device__ constexpr int pipe_tiles(int enc, int nb) { return nb == 2 || (nb == 4 && is_fp8(enc)) ? 8 : 4; }
-/* The other depth of the 32-row tiles, which QMM_CUDA_PIPE32 can force: 4 where pipe_tiles is 8, 8 where it is 4. */
+/* The other depth of the 32-row tiles, which the plan's override (pipe32) can ask: 4 where pipe_tiles is 8, else 8. */
 __host__ __device__ constexpr int pipe32_other(int enc) { return pipe_tiles(enc, 4) == 8 ? 4 : 8; }
 
 template <int ENC, int NB, int TILES = pipe_tiles(ENC, NB)>
@@ -752,26 +752,6 @@ __global__ void __launch_bounds__(kThreads, MINB) mma_kernel_pipe(mma_params p)
         if (u.active && p.half && n > p.half) pair_join<NB>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
     if (u.active) finish_unit<NB, 1>(p, acc, u.strip, u.split, u.mtile, cfg::rows);
 }
-
-/* How the activations meet the decoded weights: bf16 A and the bf16 decode; fp16 A split into bf16 hi + lo
- * (two bf16 MMAs per product, STEP and WHOLE only); fp16 A as it is against an fp16 decode (kEncFp8Half,
- * kEncNvfp4Half; the caller scales alpha_fix by the change of fix). kernels_mma.cu decides it once. */
-enum a_form { kABf16, kAFp16Split, kAFp16Half };
-
-/* The entry points: p's variant for nb rows of A per 8-row group. One translation unit per encoding and
- * form of A, so that they compile in parallel (kernels_mma_<enc>.cu: bf16 A; kernels_mma_<enc>_f16.cu:
- * fp16 A; each instantiates launch_nb of kernels_mma_launch.cuh). Only the forms that can be chosen are
- * instantiated: with fp16 activations FP8 takes kEncFp8Half, NVFP4 kEncNvfp4Half, MXFP4 kEncMxfp4Half or
- * the split (FP16A: two MMAs per product). The build waits for its slowest TU: one TU per encoding takes
- * 114-163 s to compile (nvcc 13.0, one core of a Zen 4 VM, cicc about 40% and ptxas 60%), one per
- * encoding and form 0.46-0.54 of that. */
-cudaError_t launch_nvfp4(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
-cudaError_t launch_nvfp4_f16(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
-cudaError_t launch_mxfp4(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
-cudaError_t launch_mxfp4_f16(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
-cudaError_t launch_mxfp4_split(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
-cudaError_t launch_fp8(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
-cudaError_t launch_fp8_f16(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s);
 
 } // namespace qmm_mma
 

@@ -1,11 +1,12 @@
-/* The tensor-core kernels' variants for FP8 (E4M3) weights against fp16 activations, through the fp16
- * decode (kEncFp8Half) (kernels_mma.cuh, launched by kernels_mma_launch.cuh): one translation unit per
- * encoding and form of A, so that they compile in parallel. */
+/* The tensor-core kernels' form for FP8 weights against fp16 activations (the fp16 decode) (kernels_mma.cuh, launched
+ * by kernels_mma_launch.cuh): one translation unit per encoding and form of A, so that they compile in
+ * parallel. */
 #include "kernels_mma_launch.cuh"
 
 namespace qmm_mma {
-cudaError_t launch_fp8_f16(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s)
+cudaError_t setup_fp8_f16(int sm_count, qmm__cuda_kernel_facts &facts) { return setup_once<kEncFp8Half, false>(sm_count, facts); }
+cudaError_t run_fp8_f16(const qmm__cuda_plan &plan, const mma_params &p, size_t partial_floats, cudaStream_t s)
 {
-    return launch_nb<kEncFp8Half, false>(p, nb, sm, pf, cc, s);
+    return launch_form<kEncFp8Half, false>(plan, p, partial_floats, s);
 }
 } // namespace qmm_mma

@@ -1,11 +1,12 @@
-/* The tensor-core kernels' variants for NVFP4 weights against bf16 activations (kernels_mma.cuh, launched
+/* The tensor-core kernels' form for NVFP4 weights against bf16 activations (kernels_mma.cuh, launched
  * by kernels_mma_launch.cuh): one translation unit per encoding and form of A, so that they compile in
  * parallel. */
 #include "kernels_mma_launch.cuh"
 
 namespace qmm_mma {
-cudaError_t launch_nvfp4(const mma_params &p, int nb, int sm, size_t pf, size_t cc, cudaStream_t s)
+cudaError_t setup_nvfp4(int sm_count, qmm__cuda_kernel_facts &facts) { return setup_once<QMM__ENC_NVFP4, false>(sm_count, facts); }
+cudaError_t run_nvfp4(const qmm__cuda_plan &plan, const mma_params &p, size_t partial_floats, cudaStream_t s)
 {
-    return launch_nb<QMM__ENC_NVFP4, false>(p, nb, sm, pf, cc, s);
+    return launch_form<QMM__ENC_NVFP4, false>(plan, p, partial_floats, s);
 }
 } // namespace qmm_mma

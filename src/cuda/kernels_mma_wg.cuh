@@ -47,7 +47,7 @@
  * addition (220 instructions per stage, 5-14% faster at M = 33..64 than 266), and NVFP4 (8192, 28672)
  * M = 64 runs in 83.7 us, the time of the standalone probe of the same loop (no epilogue, no layout
  * pass). The kernel is a dependent launch of wg_stage_a (launch_wg_kernel), its first stages' weights
- * requested before it waits for that grid. The launcher (launch_variant) says where each runs. */
+ * requested before it waits for that grid. The plan (plan_wg.c) says where each runs. */
 #ifndef QMM_CUDA_KERNELS_MMA_WG_CUH
 #define QMM_CUDA_KERNELS_MMA_WG_CUH
 
@@ -133,7 +133,7 @@ struct wg_config {
 };
 
 /* Lays A out for the WG kernel where its producer cannot copy A by tensor map (wg_maps.a_on = 0: rows of
- * A not 16-byte aligned, or QMM_CUDA_WGAMAP=0): per tile of ROWS rows, boxes of kWgBoxK columns in the
+ * A not 16-byte aligned, or the plan's wg_a_map 0): per tile of ROWS rows, boxes of kWgBoxK columns in the
  * shared-memory layout (kWgBoxK), rows past M and columns past K zero; one 16-byte piece per thread.
  * dst holds ceil(mtiles / wg_config::tiles) * chunks * wg_config::chunk_a bytes (p.mtiles counts tiles of
  * wg_config::tile_rows rows); the producer copies them as they are. */
@@ -448,7 +448,7 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
          * decodes whatever its strip's slot holds (the producer copies nothing there): a wgmma's rows of
          * D depend only on the same rows of its A, and those rows of an inactive warp are never stored,
          * so no zeros are needed (zeroing them cost 16 instructions and a branch per stage). Units are
-         * whole half stages (E4M3: an even number of chunks, wg_choose), so that every wgmma is issued
+         * whole half stages (E4M3: an even number of chunks, the plan's), so that every wgmma is issued
          * unconditionally: one left out under a condition serialized them all (C7520) */
         const uint32_t w_at = smem_addr(ring_ws) + warp * cf::chunks * 512 + lane * 16;
         const uint32_t s_at = smem_addr(ring_ws) + cf::w_bytes + warp * cf::chunks * cf::scale_tile + g * enc_traits<ENC>::scale_lane;
@@ -534,7 +534,7 @@ __global__ void __launch_bounds__(wg_threads<ROWS>(), ROWS <= kWgRows ? 2 : 1)
             }
         };
         /* coarse units (p.half > 0; CTAs of 128 or 256 rows only, over a whole number of stages:
-         * launch_variant): the sum restarts at the half, the first half's sum waiting in the unit's
+         * the plan): the sum restarts at the half, the first half's sum waiting in the unit's
          * partial slot (pair_stash); outside the loop, so that ptxas keeps the MMAs asynchronous (zeroing
          * the accumulators inside it serialized them; in 64-row CTAs the second loop alone did, for want
          * of registers) */

@@ -147,7 +147,7 @@ int main(int argc, char **argv)
                     for (int mi = 0; mi < QMM_TEST_M_COUNT; mi++) {
                         const size_t m = qmm_test_ms[mi];
                         char gemv[1024], fused[1024], line[2200];
-                        const qmm_path path = qmm__cuda_plan(state, m, atypes[ai], &w);
+                        const qmm_path path = qmm__cuda_backend.plan(state, m, atypes[ai], &w);
                         forced(state, QMM_PATH_GEMV, m, atypes[ai], cf->aligned, &w, gemv, sizeof gemv);
                         forced(state, QMM_PATH_FUSED, m, atypes[ai], cf->aligned, &w, fused, sizeof fused);
                         snprintf(line, sizeof line, "%zu %s | %s | %s\n", m, qmm_path_name(path), gemv, fused);
