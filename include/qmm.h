@@ -541,6 +541,14 @@ QMM_API qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, cons
  * qmm_weight_validate(); *out is written only on success. */
 QMM_API qmm_status qmm_matmul_plan(const qmm_context *ctx, size_t m, qmm_dtype a_type, const qmm_weight *w,
                                    qmm_path *out);
+/* Writes to buf (cap bytes, truncated, NUL-terminated) one line on what qmm_matmul() would run on ctx for
+ * m rows of A of type a_type and the weight w: its path and, where the backend says more, why and what it
+ * launches (CUDA: the rule that chose the path, then each kernel with its grid, shared memory and division
+ * of K, for rows of A that are 16-byte aligned; the format is docs/cuda.md's, for people, not parsers).
+ * May set up the backend's kernels for that weight, as the first such qmm_matmul() would.
+ * Errors: those of qmm_matmul_plan(), QMM_ERR_NULL_POINTER (buf), QMM_ERR_INVALID_SIZE (cap is 0). */
+QMM_API qmm_status qmm_matmul_explain(qmm_context *ctx, size_t m, qmm_dtype a_type, const qmm_weight *w, char *buf,
+                                      size_t cap);
 
 /* ------------------------------------------------------------------------------------------------
  * Mixture of experts: one call over a stack of expert weights, rows grouped by expert

@@ -63,6 +63,8 @@ static void bench_usage(FILE *f)
             "                      a loop of qmm_matmul per expert, the touched experts' bytes over the time,\n"
             "                      and from 256 tokens the dense GEMM rate of the same path (CPU backends)\n"
             "  --json              one JSON object per line instead of the table\n"
+            "  --explain           each row's plan too (qmm_matmul_explain: the path, the rule that chose it and,\n"
+            "                      on CUDA, each kernel launched with its grid, shared memory and division of K)\n"
             "  --help              this text\n");
 }
 
@@ -311,8 +313,10 @@ static void bench_print_header(const bench_options *o, qmm_context *ctx, const q
     fflush(stdout);
 }
 
+/* plan: the row's qmm_matmul_explain line (--explain), or NULL */
 static void bench_print_row(const bench_options *o, qmm_context *ctx, const qmm_machine_rates *rates, qmm_format f,
-                            qmm_dtype a_type, const bench_run *r, size_t m, size_t n, size_t k, size_t bytes, double dense_us)
+                            qmm_dtype a_type, const bench_run *r, size_t m, size_t n, size_t k, size_t bytes, double dense_us,
+                            const char *plan)
 {
     qmm_format_traits t;
     qmm_format_get_traits(f, &t);
@@ -335,6 +339,7 @@ static void bench_print_row(const bench_options *o, qmm_context *ctx, const qmm_
         if (r->machine.known)
             printf(",\"sm_mhz\":%.0f,\"power_w\":%.1f,\"clock_reasons\":%llu", r->machine.sm_mhz, r->machine.power_w,
                    r->machine.clock_reasons);
+        if (plan) printf(",\"plan\":\"%s\"", plan); /* no quote or backslash in a plan's text */
         printf("}\n");
     } else {
         char pk[16] = "-", mhz[16] = "-";
@@ -343,6 +348,7 @@ static void bench_print_row(const bench_options *o, qmm_context *ctx, const qmm_
         printf("%-12s %-11s %6zu %6zu %6zu %10.2f %9.1f %6.1f %9.1f %9.3f %6s %10.2f %8.2f %9.2e %6s\n", t.name,
                qmm_path_name(r->path), m, n, k, r->us, gbps, pct_bw, tflops * 1e3, tflops, pk, dense_us, speedup, r->rel_err,
                mhz);
+        if (plan) printf("    plan: %s\n", plan);
     }
     fflush(stdout);
 }
@@ -364,7 +370,7 @@ void bench_pause(double ms)
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
-static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machine_rates *rates, size_t n, size_t k)
+static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machine_rates *rates, size_t n, size_t k, int explain)
 {
     size_t max_m = 0;
     for (int i = 0; i < o->m_count; i++) max_m = o->ms[i] > max_m ? o->ms[i] : max_m;
@@ -420,7 +426,10 @@ static int bench_shape(qmm_context *ctx, const bench_options *o, const qmm_machi
                         qmm_path_name(r.path), m, n, k, r.rel_err);
                 failures++;
             }
-            bench_print_row(o, ctx, rates, e[i].format, a_type, &r, m, n, k, e[i].w.bytes, dense_us);
+            char plan[640];
+            if (explain && qmm_matmul_explain(ctx, m, a_type, &e[i].w.copies[0], plan, sizeof plan) != QMM_OK)
+                snprintf(plan, sizeof plan, "(not known: %s)", qmm_last_error());
+            bench_print_row(o, ctx, rates, e[i].format, a_type, &r, m, n, k, e[i].w.bytes, dense_us, explain ? plan : NULL);
         }
     }
     qmm_context_set_path(ctx, QMM_PATH_AUTO);
@@ -449,7 +458,17 @@ int cmd_bench(int argc, char **argv)
     bench_parse_formats("nvfp4,mxfp4,fp8_tensor,fp8_channel", &o);
     bench_parse_shapes("4096:14336,14336:4096,6144:18432,28672:8192,8192:28672", &o);
     o.m_count = tool_parse_uint_list("1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192", 1, BENCH_MAX_DIM, o.ms, BENCH_MAX_LIST);
-    const int p = bench_parse(argc, argv, &o);
+    /* --explain, a flag of this run only (bench_options is shared with the mixture-of-experts run) */
+    int explain = 0, kept = 0;
+    char **args = malloc(((size_t)argc + 1) * sizeof *args);
+    if (!args) return tool_report("bench", QMM_ERR_OUT_OF_MEMORY);
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && strcmp(argv[i], "--explain") == 0) explain = 1;
+        else args[kept++] = argv[i];
+    }
+    args[kept] = NULL;
+    const int p = bench_parse(kept, args, &o);
+    free(args);
     if (p != 0) {
         if (p > 0) bench_usage(stdout);
         else fprintf(stderr, "'qmm bench --help' lists the options\n");
@@ -480,7 +499,7 @@ int cmd_bench(int argc, char **argv)
         return rc;
     }
     bench_print_header(&o, ctx, &rates);
-    for (int s = 0; s < o.shape_count; s++) rc |= bench_shape(ctx, &o, &rates, o.shapes[s][0], o.shapes[s][1]);
+    for (int s = 0; s < o.shape_count; s++) rc |= bench_shape(ctx, &o, &rates, o.shapes[s][0], o.shapes[s][1], explain);
     qmm_context_destroy(ctx);
     return rc;
 }

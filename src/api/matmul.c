@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../core/error.h"
 #include "../core/format.h"
@@ -75,6 +76,20 @@ qmm_status qmm_matmul_plan(const qmm_context *ctx, size_t m, qmm_dtype a_type, c
     QMM__TRY(qmm__check_a_type(fn, ctx, a_type));
     QMM__TRY(qmm__check_weight(fn, ctx, w));
     *out = ctx->forced != QMM_PATH_AUTO ? ctx->forced : ctx->ops->plan(ctx->state, m, a_type, w);
+    return QMM_OK;
+}
+
+qmm_status qmm_matmul_explain(qmm_context *ctx, size_t m, qmm_dtype a_type, const qmm_weight *w, char *buf, size_t cap)
+{
+    static const char fn[] = "qmm_matmul_explain";
+    if (!ctx || !buf) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: NULL argument", fn);
+    if (cap == 0) return qmm__fail(QMM_ERR_INVALID_SIZE, "%s: cap is 0", fn);
+    if (m == 0) return qmm__fail(QMM_ERR_INVALID_SIZE, "%s: m is 0", fn);
+    QMM__TRY(qmm__check_a_type(fn, ctx, a_type));
+    QMM__TRY(qmm__check_weight(fn, ctx, w));
+    if (ctx->ops->explain) return ctx->ops->explain(ctx->state, m, a_type, w, ctx->forced, buf, cap);
+    const qmm_path path = ctx->forced != QMM_PATH_AUTO ? ctx->forced : ctx->ops->plan(ctx->state, m, a_type, w);
+    snprintf(buf, cap, "%s", qmm_path_name(path));
     return QMM_OK;
 }
 

@@ -53,6 +53,9 @@ typedef struct qmm__backend_ops {
     bool (*has_path)(qmm_path path);
     /* The dispatcher: the path for m rows of A of type a_type against w (both validated). */
     qmm_path (*plan)(const void *state, size_t m, qmm_dtype a_type, const qmm_weight *w);
+    /* Optional (NULL: the path's name): qmm_matmul_explain's line, on the path `forced` (QMM_PATH_AUTO: the
+     * backend's own choice, and why). */
+    qmm_status (*explain)(void *state, size_t m, qmm_dtype a_type, const qmm_weight *w, qmm_path forced, char *buf, size_t cap);
     qmm_status (*matmul)(void *state, const qmm__matmul_args *args);
     /* Optional (NULL: QMM_ERR_UNSUPPORTED, and stacks of experts cannot be prepared). */
     qmm_status (*matmul_grouped)(void *state, const qmm__grouped_args *args);

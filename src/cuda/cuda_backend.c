@@ -99,6 +99,22 @@ static qmm_status qmm__cuda_plan_call(qmm__cuda_state *st, const qmm__cuda_call 
     return QMM_OK;
 }
 
+/* qmm_matmul_explain's line: the path (`forced`, or the dispatcher's where QMM_PATH_AUTO), the rule that
+ * chose it, and the plan's launches (A taken as 16-byte aligned). */
+static qmm_status qmm__cuda_explain(void *state, size_t m, qmm_dtype a_type, const qmm_weight *w, qmm_path forced, char *buf,
+                                    size_t cap)
+{
+    qmm__cuda_state *st = state;
+    QMM__TRY(qmm__cuda_use_device(st));
+    const qmm__cuda_call c = qmm__cuda_call_of(st, m, a_type, NULL, 0, w);
+    qmm__cuda_plan plan;
+    QMM__TRY(qmm__cuda_plan_call(st, &c, forced, &plan));
+    char launches[512];
+    qmm__cuda_plan_describe(&plan, launches, sizeof launches);
+    snprintf(buf, cap, "%s (%s)%s%s", qmm_path_name(plan.path), plan.why, plan.mma ? ": " : "", launches);
+    return QMM_OK;
+}
+
 qmm_status qmm__cuda_context_override(qmm_context *ctx, const qmm__cuda_override *o)
 {
     if (!ctx || ctx->ops != &qmm__cuda_backend)
@@ -489,6 +505,7 @@ const qmm__backend_ops qmm__cuda_backend = {
     .describe = qmm__cuda_describe,
     .has_path = qmm__cuda_has_path,
     .plan = qmm__cuda_dispatch,
+    .explain = qmm__cuda_explain,
     .matmul = qmm__cuda_matmul,
     .prepare = qmm__cuda_prepare,
     .buffer_alloc = qmm__cuda_buffer_alloc,
