@@ -422,6 +422,16 @@ QMM_API qmm_status qmm_context_get_backend(const qmm_context *ctx, qmm_backend *
  * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM, QMM_ERR_UNSUPPORTED (the backend has no such path). */
 QMM_API qmm_status qmm_context_set_path(qmm_context *ctx, qmm_path path);
 
+/* CUDA backend: later calls on ctx run on `stream` (a cudaStream_t; NULL: the context's own stream, made
+ * now where the context was created on a caller's), so that a framework runs qmm on its current stream
+ * without a context per stream. The new stream is ordered after every call already queued on the old one
+ * (an event, no host synchronisation; capturable into a CUDA graph), because every call of a context uses
+ * its one workspace: calls on two streams never overlap through one context. The caller keeps its stream
+ * alive while the context runs on it (set another, or destroy the context, first). Like every use of a
+ * context, from one thread at a time. Errors: QMM_ERR_NULL_POINTER, QMM_ERR_UNSUPPORTED (host backends:
+ * no stream), QMM_ERR_CUDA. */
+QMM_API qmm_status qmm_context_set_stream(qmm_context *ctx, void *stream);
+
 /* A one-line description of what the context runs on ("reference (scalar C, fp64 accumulation)",
  * "cpu avx512 (2 threads)", "cuda NVIDIA H200 (sm_90, 132 SMs)"). Static to the context; never NULL. */
 QMM_API const char *qmm_context_describe(const qmm_context *ctx);
