@@ -289,6 +289,37 @@ QMM_API void qmm_weight_free(qmm_weight *w);
 QMM_API qmm_status qmm_weight_validate(const qmm_weight *w);
 
 /* ------------------------------------------------------------------------------------------------
+ * Tensor parallelism: a weight cut into parts exactly, codes and scales copied, never requantized
+ * ---------------------------------------------------------------------------------------------- */
+
+/* How a weight is cut. */
+typedef enum qmm_shard_dim {
+    QMM_SHARD_N = 0, /* along N, the rows of W: column-parallel (each part gives its own columns of C) */
+    QMM_SHARD_K = 1  /* along K: row-parallel (each part gives a partial sum of every element of C) */
+} qmm_shard_dim;
+
+/* The shape of part `rank` of `parts` of the n x k weight of `format` cut along `dim`: parts must divide
+ * the dimension cut, and a cut along K must fall on the format's block boundaries (every part a whole
+ * number of 16- or 32-element blocks for NVFP4 and MXFP4; of bytes for the 4-bit formats). *n_out and
+ * *k_out are one part's n and k (each part is the same size). Errors: QMM_ERR_NULL_POINTER,
+ * QMM_ERR_INVALID_ENUM (format, dim), QMM_ERR_INVALID_SIZE (n, k or parts 0),
+ * QMM_ERR_INVALID_ARGUMENT (rank >= parts, parts not dividing the dimension, a cut inside a block). */
+QMM_API qmm_status qmm_weight_shard_shape(qmm_format format, size_t n, size_t k, qmm_shard_dim dim, size_t parts,
+                                          size_t rank, size_t *n_out, size_t *k_out);
+
+/* Copies part `rank` of `parts` of the validated canonical weight w (a stack: the same part of each
+ * expert) into dst, which must be set up (qmm_weight_init / _alloc, or _init_experts / _alloc_experts for
+ * a stack) with w's format and experts and the part's shape (qmm_weight_shard_shape). Element codes and
+ * block scales are copied byte for byte, so every dequantized value of the part is the full weight's:
+ * rows [rank * n / parts, ...) along N, columns [rank * k / parts, ...) along K. The tensor scale(s) go
+ * with every part; FP8 channel scales go with their rows along N and whole along K. A K-parts matmul's
+ * partial sums add up to the full product (in exact arithmetic; in fp32 within the summation bound).
+ * Errors: those of qmm_weight_shard_shape() and qmm_weight_validate(), QMM_ERR_INVALID_WEIGHT (dst's
+ * format, experts or shape), QMM_ERR_BUFFER_TOO_SMALL (dst's buffers), QMM_ERR_UNSUPPORTED (a non-canonical
+ * layout). */
+QMM_API qmm_status qmm_weight_shard(const qmm_weight *w, qmm_shard_dim dim, size_t parts, size_t rank, qmm_weight *dst);
+
+/* ------------------------------------------------------------------------------------------------
  * Quantization
  * ---------------------------------------------------------------------------------------------- */
 typedef enum qmm_recipe {
@@ -421,6 +452,16 @@ QMM_API qmm_status qmm_context_get_backend(const qmm_context *ctx, qmm_backend *
 /* Forces `path` for the following calls on ctx (QMM_PATH_AUTO restores the dispatcher).
  * Errors: QMM_ERR_NULL_POINTER, QMM_ERR_INVALID_ENUM, QMM_ERR_UNSUPPORTED (the backend has no such path). */
 QMM_API qmm_status qmm_context_set_path(qmm_context *ctx, qmm_path path);
+
+/* CUDA backend: later calls on ctx run on `stream` (a cudaStream_t; NULL: the context's own stream, made
+ * now where the context was created on a caller's), so that a framework runs qmm on its current stream
+ * without a context per stream. The new stream is ordered after every call already queued on the old one
+ * (an event, no host synchronisation; capturable into a CUDA graph), because every call of a context uses
+ * its one workspace: calls on two streams never overlap through one context. The caller keeps its stream
+ * alive while the context runs on it (set another, or destroy the context, first). Like every use of a
+ * context, from one thread at a time. Errors: QMM_ERR_NULL_POINTER, QMM_ERR_UNSUPPORTED (host backends:
+ * no stream), QMM_ERR_CUDA. */
+QMM_API qmm_status qmm_context_set_stream(qmm_context *ctx, void *stream);
 
 /* A one-line description of what the context runs on ("reference (scalar C, fp64 accumulation)",
  * "cpu avx512 (2 threads)", "cuda NVIDIA H200 (sm_90, 132 SMs)"). Static to the context; never NULL. */

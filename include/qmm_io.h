@@ -212,6 +212,14 @@ QMM_API qmm_status qmm_checkpoint_weight_info(const qmm_safetensors *f, const ch
  * QMM_ERR_OUT_OF_MEMORY. */
 QMM_API qmm_status qmm_checkpoint_weight_load(const qmm_safetensors *f, const char *name, size_t index, qmm_weight *out);
 
+/* Part `rank` of `parts` of matrix `index` of module `name` (as qmm_checkpoint_weight_load()), cut as
+ * qmm_weight_shard() cuts, into a new weight of the part's shape (free with qmm_weight_free()): only the
+ * part's bytes of the mapped file are read, so one rank of a tensor-parallel run loads its part of every
+ * weight without reading the others' parts. Errors: those of qmm_checkpoint_weight_load() and
+ * qmm_weight_shard_shape(). */
+QMM_API qmm_status qmm_checkpoint_weight_load_shard(const qmm_safetensors *f, const char *name, size_t index,
+                                                    qmm_shard_dim dim, size_t parts, size_t rank, qmm_weight *out);
+
 /* Stack `name` of experts held in one tensor pair (gpt-oss: name_blocks U8 (E, N, K/32, 16) and
  * name_scales U8 (E, N, K/32)) as a stacked MXFP4 weight whose buffers are the file's own bytes, without a
  * copy: read-only (never quantize into it), valid until qmm_safetensors_close(f), not to be freed with

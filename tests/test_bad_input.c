@@ -257,6 +257,8 @@ static void test_matmul_bad(void)
     CHECK_OK(qmm_context_create(&o, &ctx));
     CHECK_STATUS(qmm_context_set_path(ctx, (qmm_path)11), QMM_ERR_INVALID_ENUM);
     CHECK_STATUS(qmm_context_set_path(ctx, QMM_PATH_FUSED), QMM_ERR_UNSUPPORTED);
+    CHECK_STATUS(qmm_context_set_stream(ctx, NULL), QMM_ERR_UNSUPPORTED);
+    CHECK_STATUS(qmm_context_set_stream(NULL, NULL), QMM_ERR_NULL_POINTER);
     float src[N * K], a[M * K], c[M * N];
     for (int i = 0; i < N * K; i++) src[i] = (float)harness_normal();
     for (int i = 0; i < M * K; i++) a[i] = (float)harness_normal();

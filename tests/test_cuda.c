@@ -568,13 +568,15 @@ static void test_batch_invariance(void)
 }
 
 /* Calls captured in a CUDA graph give the same bits as direct calls: a GEMV call and a materialize call
- * of M2 rows (with a small workspace, in chunks). */
-static void graph_capture_case(size_t workspace, size_t N, size_t K, size_t M2)
+ * of M2 rows (with a small workspace, in chunks). With `set_stream`, the context starts on its own stream
+ * and moves to the caller's with qmm_context_set_stream, then back to its own for a last direct call. */
+static void graph_capture_case(size_t workspace, size_t N, size_t K, size_t M2, int set_stream)
 {
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "stream");
-    qmm_context *g = cuda_context(workspace, s);
+    qmm_context *g = cuda_context(workspace, set_stream ? NULL : s);
     if (!g) return;
+    if (set_stream) CHECK_OK(qmm_context_set_stream(g, s));
     const size_t M1 = 2;
     qmm_weight w;
     mm_random_weight(&w, QMM_FORMAT_NVFP4, N, K);
@@ -601,6 +603,12 @@ static void graph_capture_case(size_t workspace, size_t N, size_t K, size_t M2)
     for (int rep = 0; rep < 3; rep++) CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "launch");
     CHECK_OK(qmm_buffer_read(g, d2, c2, cbytes));
     CHECK(memcmp(d1, d2, cbytes) == 0, "graph replay differs from direct calls");
+    if (set_stream) {
+        CHECK_OK(qmm_context_set_stream(g, NULL));
+        CHECK_OK(qmm_matmul(g, M2, QMM_DTYPE_BF16, a, K, &w, QMM_DTYPE_FP32, c2, N, NULL));
+        CHECK_OK(qmm_buffer_read(g, d2, c2, (size_t)M2 * N * 4));
+        CHECK(memcmp((char *)d1 + (size_t)M1 * N * 4, d2, (size_t)M2 * N * 4) == 0, "own stream after set_stream");
+    }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     qmm_buffer_free(g, a), qmm_buffer_free(g, c1), qmm_buffer_free(g, c2);
@@ -612,12 +620,12 @@ static void graph_capture_case(size_t workspace, size_t N, size_t K, size_t M2)
 
 static void test_graph_capture(void)
 {
-    graph_capture_case(0, 300, 2000, 200);
-    graph_capture_case((size_t)3 << 20, 1000, 1100, 600);
+    graph_capture_case(0, 300, 2000, 200, 1);
+    graph_capture_case((size_t)3 << 20, 1000, 1100, 600, 0);
     /* the fused path (M = 100; on sm_90a the WG variant, which launches its layout pass and its kernel,
      * in clusters where the splits reduce in one: the variants wgcl1 and wgcl2 run this with one and two
      * splits) */
-    graph_capture_case(0, 300, 2000, 100);
+    graph_capture_case(0, 300, 2000, 100, 0);
 }
 
 /* A second device, after the first has run every kernel variant: the kernels' shared-memory limits are

@@ -174,6 +174,7 @@ _PROTOTYPES = {
     "qmm_context_destroy": (None, [_vp]),
     "qmm_context_get_backend": (c_int, [_vp, _P(c_int)]),
     "qmm_context_set_path": (c_int, [_vp, c_int]),
+    "qmm_context_set_stream": (c_int, [_vp, _vp]),
     "qmm_context_describe": (_cp, [_vp]),
     "qmm_context_synchronize": (c_int, [_vp]),
     "qmm_context_measure_rates": (c_int, [_vp, c_size, _P(MachineRates)]),

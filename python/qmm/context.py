@@ -53,6 +53,12 @@ class Context:
         """What the context runs on, e.g. "cpu avx512 (2 threads)"."""
         return lib.qmm_context_describe(self.handle).decode()
 
+    def set_stream(self, stream):
+        """CUDA: later calls run on `stream` (a cudaStream_t as an int, e.g. torch's
+        `torch.cuda.current_stream().cuda_stream`; None or 0: the context's own stream), ordered after
+        every call already queued here. Host backends raise QmmError (unsupported)."""
+        _lib.check(lib.qmm_context_set_stream(self.handle, ctypes.c_void_p(stream or None)))
+
     def synchronize(self):
         """Waits for every call queued on the context (CUDA); a no-op on host backends."""
         _lib.check(lib.qmm_context_synchronize(self.handle))

@@ -199,6 +199,8 @@ def test_errors_carry_status_and_message():
 def test_contexts(rng):
     ref = qmm.Context("reference")
     assert ref.backend == "reference" and "reference" in ref.describe()
+    with pytest.raises(qmm.UnsupportedError):
+        ref.set_stream(None)
     ref.close()
     with pytest.raises(ValueError):
         ref.describe()

@@ -117,6 +117,16 @@ qmm_status qmm_context_set_path(qmm_context *ctx, qmm_path path)
     return QMM_OK;
 }
 
+qmm_status qmm_context_set_stream(qmm_context *ctx, void *stream)
+{
+    static const char fn[] = "qmm_context_set_stream";
+    if (!ctx) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: ctx is NULL", fn);
+    if (!ctx->ops->set_stream)
+        return qmm__fail(QMM_ERR_UNSUPPORTED, "%s: backend '%s' runs on the calling threads, with no stream", fn,
+                         qmm_backend_name(ctx->ops->id));
+    return ctx->ops->set_stream(ctx->state, stream);
+}
+
 const char *qmm_context_describe(const qmm_context *ctx)
 {
     return ctx ? ctx->ops->describe(ctx->state) : "(no context)";

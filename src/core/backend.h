@@ -66,6 +66,8 @@ typedef struct qmm__backend_ops {
     void (*buffer_free)(void *state, void *ptr);
     qmm_status (*buffer_copy)(void *state, void *dst, const void *src, size_t bytes, bool to_device);
     qmm_status (*synchronize)(void *state);
+    /* Optional (NULL: QMM_ERR_UNSUPPORTED): the stream of later calls (qmm_context_set_stream). */
+    qmm_status (*set_stream)(void *state, void *stream);
     /* Optional (NULL: one thread reading host memory, no peak). */
     qmm_status (*measure_rates)(void *state, size_t bytes, qmm_machine_rates *out);
     /* Optional (NULL: not known): qmm_context_machine_state; false where it cannot be read now. */

@@ -26,8 +26,9 @@ typedef struct qmm__cuda_state {
     int sm_count;
     qmm__cuda_device dev;        /* what the plan reads of the device; its kernel forms set up at their first call */
     qmm__cuda_override override; /* the plan's override (qmm__cuda_context_override): the rules by default */
-    cudaStream_t stream;
-    int own_stream;
+    cudaStream_t stream; /* the stream of the calls: the context's own, or one the caller gave */
+    cudaStream_t own;    /* the context's own stream, made where it needs one; NULL otherwise */
+    cudaEvent_t order;   /* orders a new stream after the old one (qmm_context_set_stream) */
     qmm__lt lt;
     char *workspace;
     size_t workspace_bytes;
@@ -146,7 +147,9 @@ static void qmm__cuda_destroy(void *state)
     qmm__lt_destroy(&st->lt);
     cudaFree(st->workspace);
     cudaFree(st->counters);
-    if (st->own_stream && st->stream) cudaStreamDestroy(st->stream);
+    if (st->stream && st->stream != st->own) cudaStreamSynchronize(st->stream);
+    if (st->own) cudaStreamDestroy(st->own);
+    if (st->order) cudaEventDestroy(st->order);
     qmm__nvml_close(st->nvml);
     free(st);
 }
@@ -173,7 +176,7 @@ static qmm_status qmm__cuda_create(const qmm_context_options *o, void **out)
         st->dev.optin = prop.sharedMemPerBlockOptin, st->dev.smem_sm = prop.sharedMemPerMultiprocessor;
         st->dev.reserved = prop.reservedSharedMemPerBlock;
         if (o->cuda_stream) st->stream = (cudaStream_t)o->cuda_stream;
-        else if ((e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking)) == cudaSuccess) st->own_stream = 1;
+        else if ((e = cudaStreamCreateWithFlags(&st->own, cudaStreamNonBlocking)) == cudaSuccess) st->stream = st->own;
     }
     st->workspace_bytes = o->workspace_bytes ? o->workspace_bytes : QMM__CUDA_DEFAULT_WORKSPACE;
     if (e == cudaSuccess) e = cudaMalloc((void **)&st->workspace, st->workspace_bytes);
@@ -195,6 +198,27 @@ static qmm_status qmm__cuda_create(const qmm_context_options *o, void **out)
 }
 
 static const char *qmm__cuda_describe(const void *state) { return ((const qmm__cuda_state *)state)->description; }
+
+/* Later calls run on `stream` (NULL: the context's own, made now where the context was created on a
+ * caller's stream), after everything already queued on the current one: an event recorded there and
+ * waited for on the new one, so the workspace and the split-K counters, which every call uses, are never
+ * used by two streams at once, with no host synchronisation (both steps are captured into a graph). */
+static qmm_status qmm__cuda_set_stream(void *state, void *stream)
+{
+    qmm__cuda_state *st = state;
+    QMM__TRY(qmm__cuda_use_device(st));
+    cudaStream_t next = (cudaStream_t)stream;
+    if (!next) {
+        if (!st->own) QMM__CU(cudaStreamCreateWithFlags(&st->own, cudaStreamNonBlocking), "qmm_context_set_stream");
+        next = st->own;
+    }
+    if (next == st->stream) return QMM_OK;
+    if (!st->order) QMM__CU(cudaEventCreateWithFlags(&st->order, cudaEventDisableTiming), "qmm_context_set_stream");
+    QMM__CU(cudaEventRecord(st->order, st->stream), "qmm_context_set_stream: recording the old stream's end");
+    QMM__CU(cudaStreamWaitEvent(next, st->order, 0), "qmm_context_set_stream: ordering the new stream");
+    st->stream = next;
+    return QMM_OK;
+}
 
 /* ---- prepared weights ---- */
 
@@ -508,6 +532,7 @@ const qmm__backend_ops qmm__cuda_backend = {
     .explain = qmm__cuda_explain,
     .matmul = qmm__cuda_matmul,
     .prepare = qmm__cuda_prepare,
+    .set_stream = qmm__cuda_set_stream,
     .buffer_alloc = qmm__cuda_buffer_alloc,
     .buffer_free = qmm__cuda_buffer_free,
     .buffer_copy = qmm__cuda_buffer_copy,

@@ -388,3 +388,44 @@ qmm_status qmm_checkpoint_experts_load(const qmm_safetensors *f, const char *nam
     *out = w;
     return QMM_OK;
 }
+
+qmm_status qmm_checkpoint_weight_load_shard(const qmm_safetensors *f, const char *name, size_t index, qmm_shard_dim dim,
+                                            size_t parts, size_t rank, qmm_weight *out)
+{
+    static const char fn[] = "qmm_checkpoint_weight_load_shard";
+    if (!f || !name || !out) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: NULL argument", fn);
+    qmm_checkpoint_weight info;
+    qmm__ckpt_parts p;
+    QMM__TRY(qmm__ckpt_find(fn, f, name, &info, &p));
+    if (index >= info.count)
+        return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: matrix %zu of '%.200s', which has %zu", fn, index, name, info.count);
+    size_t n, k;
+    QMM__TRY(qmm_weight_shard_shape(info.format, info.n, info.k, dim, parts, rank, &n, &k));
+    /* the whole matrix as a view of the mapped file (codes and block scales are bytes: any alignment),
+     * so that cutting it reads only the part's bytes; channel scales are copied (floats need alignment) */
+    qmm_weight view, part;
+    qmm_weight_size s;
+    QMM__TRY(qmm_weight_init(&view, info.format, info.n, info.k));
+    QMM__TRY(qmm__weight_size(fn, info.format, QMM_SCALE_LAYOUT_CANONICAL, info.n, info.k, &s));
+    const uint8_t *data = p.gpt_oss ? (const uint8_t *)p.blocks.data + index * s.data_bytes : (const uint8_t *)p.weight.data;
+    const uint8_t *scales = s.block_scale_bytes ? (const uint8_t *)p.scale.data + (p.gpt_oss ? index * s.block_scale_bytes : 0)
+                                                : NULL;
+    view.data = (uint8_t *)(uintptr_t)data, view.data_bytes = s.data_bytes;
+    view.block_scales = (uint8_t *)(uintptr_t)scales, view.block_scale_bytes = s.block_scale_bytes;
+    float *channels = NULL;
+    if (info.format == QMM_FORMAT_NVFP4) view.tensor_scale = qmm__read_f32(p.scale2.data);
+    if (info.format == QMM_FORMAT_FP8_TENSOR) view.tensor_scale = qmm__read_f32(p.scale.data);
+    if (info.format == QMM_FORMAT_FP8_CHANNEL) {
+        if (!(channels = malloc(info.n * sizeof(float)))) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        memcpy(channels, p.scale.data, info.n * sizeof(float));
+        view.channel_scales = channels, view.channel_scale_count = info.n;
+    }
+    qmm_status st = qmm_weight_alloc(&part, info.format, n, k);
+    if (st == QMM_OK) {
+        st = qmm_weight_shard(&view, dim, parts, rank, &part);
+        if (st != QMM_OK) qmm_weight_free(&part);
+    }
+    free(channels);
+    if (st == QMM_OK) *out = part;
+    return st;
+}
