@@ -1,6 +1,5 @@
 /* qmm_matmul_grouped: the argument checks of a grouped call over a stack of experts, then the backend's
  * own schedule. */
-#include <math.h>
 #include <stdint.h>
 
 #include "../core/error.h"
@@ -58,15 +57,8 @@ qmm_status qmm_matmul_grouped(qmm_context *ctx, size_t m, const size_t *group_of
                            .forced = ctx->forced};
     qmm_grouped_epilogue_init(&x.epi);
     if (epi) x.epi = *epi;
-    if (!isfinite(x.epi.alpha) || !isfinite(x.epi.beta))
-        return qmm__fail(QMM_ERR_NON_FINITE, "%s: alpha = %g, beta = %g must be finite", fn, x.epi.alpha, x.epi.beta);
-    if ((int)x.epi.activation < QMM_ACT_NONE || (int)x.epi.activation > QMM_ACT_GELU_ERF)
-        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: unknown activation %d", fn, (int)x.epi.activation);
+    QMM__TRY(qmm__check_epilogue_scalars(fn, x.epi.alpha, x.epi.beta, x.epi.activation));
     if (m == 0) return QMM_OK;
-    size_t a_bytes, c_bytes;
-    QMM__TRY(qmm__matrix_span(fn, "A", a, row_index ? a_rows : m, k, lda, qmm__dtype_size(a_type), &a_bytes));
-    QMM__TRY(qmm__matrix_span(fn, "C", c, m, n, ldc, qmm__dtype_size(c_type), &c_bytes));
-    const uintptr_t ab = (uintptr_t)a, cb = (uintptr_t)c;
-    if (ab < cb + c_bytes && cb < ab + a_bytes) return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: C overlaps A", fn);
+    QMM__TRY(qmm__check_a_c(fn, a_type, a, row_index ? a_rows : m, k, lda, c_type, c, m, n, ldc));
     return ctx->ops->matmul_grouped(ctx->state, &x);
 }

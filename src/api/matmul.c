@@ -93,6 +93,27 @@ qmm_status qmm_matmul_explain(qmm_context *ctx, size_t m, qmm_dtype a_type, cons
     return QMM_OK;
 }
 
+qmm_status qmm__check_a_c(const char *fn, qmm_dtype a_type, const void *a, size_t a_rows, size_t k, size_t lda,
+                          qmm_dtype c_type, const void *c, size_t m, size_t n, size_t ldc)
+{
+    size_t a_bytes, c_bytes;
+    QMM__TRY(qmm__matrix_span(fn, "A", a, a_rows, k, lda, qmm__dtype_size(a_type), &a_bytes));
+    QMM__TRY(qmm__matrix_span(fn, "C", c, m, n, ldc, qmm__dtype_size(c_type), &c_bytes));
+    /* integer addresses: neither sum wraps (qmm__matrix_span), and no pointer leaves its buffer */
+    const uintptr_t ab = (uintptr_t)a, cb = (uintptr_t)c;
+    if (ab < cb + c_bytes && cb < ab + a_bytes) return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: C overlaps A", fn);
+    return QMM_OK;
+}
+
+qmm_status qmm__check_epilogue_scalars(const char *fn, float alpha, float beta, qmm_activation activation)
+{
+    if (!isfinite(alpha) || !isfinite(beta))
+        return qmm__fail(QMM_ERR_NON_FINITE, "%s: alpha = %g, beta = %g must be finite", fn, alpha, beta);
+    if ((int)activation < QMM_ACT_NONE || (int)activation > QMM_ACT_GELU_ERF)
+        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: unknown activation %d", fn, (int)activation);
+    return QMM_OK;
+}
+
 qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, const void *a, size_t lda, const qmm_weight *w,
                       qmm_dtype c_type, void *c, size_t ldc, const qmm_epilogue *epi)
 {
@@ -111,21 +132,13 @@ qmm_status qmm_matmul(qmm_context *ctx, size_t m, qmm_dtype a_type, const void *
     const size_t n = w->n, k = w->k;
     if (lda < k) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: lda = %zu is shorter than k = %zu", fn, lda, k);
     if (ldc < n) return qmm__fail(QMM_ERR_INVALID_STRIDE, "%s: ldc = %zu is shorter than n = %zu", fn, ldc, n);
-    size_t a_bytes, c_bytes;
-    QMM__TRY(qmm__matrix_span(fn, "A", a, m, k, lda, qmm__dtype_size(a_type), &a_bytes));
-    QMM__TRY(qmm__matrix_span(fn, "C", c, m, n, ldc, qmm__dtype_size(c_type), &c_bytes));
-    /* integer addresses: neither sum wraps (qmm__matrix_span), and no pointer leaves its buffer */
-    const uintptr_t ab = (uintptr_t)a, cb = (uintptr_t)c;
-    if (ab < cb + c_bytes && cb < ab + a_bytes) return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: C overlaps A", fn);
+    QMM__TRY(qmm__check_a_c(fn, a_type, a, m, k, lda, c_type, c, m, n, ldc));
 
     qmm__matmul_args x = {.m = m, .n = n, .k = k, .a_type = a_type, .a = a, .lda = lda, .w = w,
                           .c_type = c_type, .c = c, .ldc = ldc, .row_scale = NULL};
     qmm_epilogue_init(&x.epi);
     if (epi) x.epi = *epi;
-    if (!isfinite(x.epi.alpha) || !isfinite(x.epi.beta))
-        return qmm__fail(QMM_ERR_NON_FINITE, "%s: alpha = %g, beta = %g must be finite", fn, x.epi.alpha, x.epi.beta);
-    if ((int)x.epi.activation < QMM_ACT_NONE || (int)x.epi.activation > QMM_ACT_GELU_ERF)
-        return qmm__fail(QMM_ERR_INVALID_ENUM, "%s: unknown activation %d", fn, (int)x.epi.activation);
+    QMM__TRY(qmm__check_epilogue_scalars(fn, x.epi.alpha, x.epi.beta, x.epi.activation));
     x.path = ctx->forced != QMM_PATH_AUTO ? ctx->forced : ctx->ops->plan(ctx->state, m, a_type, w);
     return ctx->ops->matmul(ctx->state, &x);
 }

@@ -141,6 +141,16 @@ static qmm_status qmm__ckpt_find(const char *fn, const qmm_safetensors *f, const
     return QMM_OK;
 }
 
+/* qmm__ckpt_find, then matrix `index` of the weight must exist (a stack of experts holds count). */
+static qmm_status qmm__ckpt_find_matrix(const char *fn, const qmm_safetensors *f, const char *name, size_t index,
+                                        qmm_checkpoint_weight *info, qmm__ckpt_parts *parts)
+{
+    QMM__TRY(qmm__ckpt_find(fn, f, name, info, parts));
+    if (index >= info->count)
+        return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: matrix %zu of '%.200s', which has %zu", fn, index, name, info->count);
+    return QMM_OK;
+}
+
 qmm_status qmm_checkpoint_weight_info(const qmm_safetensors *f, const char *name, qmm_checkpoint_weight *out)
 {
     static const char fn[] = "qmm_checkpoint_weight_info";
@@ -155,9 +165,7 @@ qmm_status qmm_checkpoint_weight_load(const qmm_safetensors *f, const char *name
     if (!f || !name || !out) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: NULL argument", fn);
     qmm_checkpoint_weight info;
     qmm__ckpt_parts p;
-    QMM__TRY(qmm__ckpt_find(fn, f, name, &info, &p));
-    if (index >= info.count)
-        return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: matrix %zu of '%.200s', which has %zu", fn, index, name, info.count);
+    QMM__TRY(qmm__ckpt_find_matrix(fn, f, name, index, &info, &p));
     qmm_weight w;
     QMM__TRY(qmm_weight_alloc(&w, info.format, info.n, info.k));
     if (p.gpt_oss) {
@@ -396,9 +404,7 @@ qmm_status qmm_checkpoint_weight_load_shard(const qmm_safetensors *f, const char
     if (!f || !name || !out) return qmm__fail(QMM_ERR_NULL_POINTER, "%s: NULL argument", fn);
     qmm_checkpoint_weight info;
     qmm__ckpt_parts p;
-    QMM__TRY(qmm__ckpt_find(fn, f, name, &info, &p));
-    if (index >= info.count)
-        return qmm__fail(QMM_ERR_INVALID_ARGUMENT, "%s: matrix %zu of '%.200s', which has %zu", fn, index, name, info.count);
+    QMM__TRY(qmm__ckpt_find_matrix(fn, f, name, index, &info, &p));
     size_t n, k;
     QMM__TRY(qmm_weight_shard_shape(info.format, info.n, info.k, dim, parts, rank, &n, &k));
     /* the whole matrix as a view of the mapped file (codes and block scales are bytes: any alignment),

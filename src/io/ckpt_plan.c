@@ -31,16 +31,12 @@ static qmm_status qmm__oom(const qmm__ckpt *c) { return qmm__fail(QMM_ERR_OUT_OF
 /* Appends an output; takes rel (NULL: out of memory). */
 static qmm_status qmm__ckpt_add_out(qmm__ckpt *c, char *rel, bool dir, bool copied)
 {
-    if (rel && c->out_count == c->out_cap) {
-        size_t cap = c->out_cap ? 2 * c->out_cap : 16;
-        qmm__out_entry *e = realloc(c->out, cap * sizeof *e);
-        if (!e) {
-            free(rel);
-            return qmm__oom(c);
-        }
-        c->out = e, c->out_cap = cap;
+    qmm__out_entry *grown = rel ? qmm__grow(c->out, &c->out_cap, c->out_count, sizeof *grown) : NULL;
+    if (!grown) {
+        free(rel);
+        return qmm__oom(c);
     }
-    if (!rel) return qmm__oom(c);
+    c->out = grown;
     qmm__out_entry e = {rel, dir, copied, false, false};
     c->out[c->out_count++] = e;
     return QMM_OK;
@@ -55,15 +51,12 @@ static qmm_status qmm__ckpt_add_input(qmm__ckpt *c, char *path)
         free(path);
         return QMM_OK;
     }
-    if (c->input_count == c->input_cap) {
-        size_t cap = c->input_cap ? 2 * c->input_cap : 16;
-        qmm__in_entry *e = realloc(c->inputs, cap * sizeof *e);
-        if (!e) {
-            free(path);
-            return qmm__oom(c);
-        }
-        c->inputs = e, c->input_cap = cap;
+    qmm__in_entry *grown = qmm__grow(c->inputs, &c->input_cap, c->input_count, sizeof *grown);
+    if (!grown) {
+        free(path);
+        return qmm__oom(c);
     }
+    c->inputs = grown;
     qmm__in_entry e = {path, id};
     c->inputs[c->input_count++] = e;
     return QMM_OK;

@@ -1,6 +1,7 @@
 /* Paths, bounded whole-file reads and atomic writes for the io layer. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -8,6 +9,16 @@
 
 #include "../core/error.h"
 #include "fileutil.h"
+
+void *qmm__grow(void *items, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap) return items;
+    const size_t n = *cap ? 2 * *cap : 16;
+    if (n < *cap || n > SIZE_MAX / size) return NULL;
+    void *p = realloc(items, n * size);
+    if (p) *cap = n;
+    return p;
+}
 
 char *qmm__path_join(const char *dir, const char *name)
 {

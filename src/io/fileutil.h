@@ -10,6 +10,11 @@
 
 #include "qmm.h"
 
+/* Room for one more item in a malloc'd array of `count` items of `size` bytes with room for *cap:
+ * the array, reallocated to twice the room (16 at first) when full. NULL when out of memory (items
+ * and *cap as they were). */
+void *qmm__grow(void *items, size_t *cap, size_t count, size_t size);
+
 /* dir + "/" + name (name alone when dir is "" or "."), malloc'd; NULL when out of memory. */
 char *qmm__path_join(const char *dir, const char *name);
 

@@ -192,13 +192,9 @@ qmm_status qmm__st_writer_add_parts(const char *fn, qmm_safetensors_writer *w, c
                          fn, name, elements, qmm_st_dtype_name(dtype), total_bits, bytes);
 
     if (!qmm__names_grow(w)) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    if (w->count == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 16;
-        qmm__st_entry *e = realloc(w->entries, cap * sizeof *e);
-        if (!e) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-        w->entries = e;
-        w->cap = cap;
-    }
+    qmm__st_entry *grown = qmm__grow(w->entries, &w->cap, w->count, sizeof *grown);
+    if (!grown) return qmm__fail(QMM_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    w->entries = grown;
     qmm__st_entry e = {qmm__strdup(name), dtype, ndim, malloc((ndim ? ndim : 1) * sizeof(size_t)), w->data_len,
                        w->data_len + bytes};
     if (!e.name || !e.shape) {
